@@ -1,0 +1,34 @@
+import type { ArtifactStore, CreateResult, ObjectInfo } from './artifact-store.ts'
+
+/** Stable JSON: two-space indent, trailing newline, so equal values give equal bytes and equal hashes. */
+export function encodeJson(value: unknown): Buffer {
+  return Buffer.from(`${JSON.stringify(value, null, 2)}\n`, 'utf8')
+}
+
+export function putJson(store: ArtifactStore, key: string, value: unknown): Promise<ObjectInfo> {
+  return store.put(key, encodeJson(value))
+}
+
+export function putJsonIfAbsent(store: ArtifactStore, key: string, value: unknown): Promise<CreateResult> {
+  return store.putIfAbsent(key, encodeJson(value))
+}
+
+/** Parses a verified object; the caller validates the shape (with the module's zod schema). */
+export async function getJson(store: ArtifactStore, key: string): Promise<unknown> {
+  const bytes = await store.get(key)
+  try {
+    return JSON.parse(bytes.toString('utf8'))
+  } catch (error) {
+    throw new SyntaxError(`${key} is not valid JSON: ${(error as Error).message}`)
+  }
+}
+
+/** JSON with object keys sorted at every level, so equal values hash equally whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    )
+  })
+}

@@ -1,0 +1,77 @@
+// Every artifact key of DESIGN.md section 4, built here and nowhere else. Pure: workflows import it.
+import { assertValidKey } from './key-check.ts'
+
+/** Run ids are workflow ids and key segments: letters, digits, `.`, `_`, `-`; at most 128. */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+
+export class InvalidRunIdError extends Error {
+  override name = 'InvalidRunIdError'
+  constructor(readonly runId: string) {
+    super(
+      `invalid run id ${JSON.stringify(runId)}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    )
+  }
+}
+
+export function assertValidRunId(runId: string): void {
+  if (typeof runId !== 'string' || !RUN_ID_PATTERN.test(runId) || runId === '.' || runId === '..') {
+    throw new InvalidRunIdError(String(runId))
+  }
+}
+
+/** Files of a checkpoint folder (safetensors + Hugging Face config + tokenizer; optimizer state on iterations). */
+export const CHECKPOINT_FILES = ['model.safetensors', 'optimizer.safetensors', 'config.json', 'tokenizer.json'] as const
+export type CheckpointFile = (typeof CHECKPOINT_FILES)[number]
+
+/** Phases that write per-shard manifests and progress records. */
+export const PHASES = ['snapshot', 'rollout', 'analyze', 'rescore', 'update', 'evaluate', 'sft', 'warmstart'] as const
+export type Phase = (typeof PHASES)[number]
+
+const pad4 = (n: number): string => {
+  if (!Number.isInteger(n) || n < 0 || n > 9999) throw new RangeError(`index must be an integer in 0..9999, got ${n}`)
+  return String(n).padStart(4, '0')
+}
+
+function key(...parts: string[]): string {
+  const k = parts.join('/')
+  assertValidKey(k)
+  return k
+}
+
+function run(runId: string): string {
+  assertValidRunId(runId)
+  return `runs/${runId}`
+}
+
+function iteration(runId: string, k: number): string {
+  return `${run(runId)}/iterations/${pad4(k)}`
+}
+
+export const keys = {
+  /** Prefix of everything a run wrote (for listing and audit). */
+  runPrefix: (runId: string) => `${run(runId)}/`,
+  /** Config as given, its hash, seedflow version, created-at. */
+  runRecord: (runId: string) => key(run(runId), 'run.json'),
+  baseCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'base', 'checkpoint', file),
+
+  sftTrajectories: (runId: string, shard: number) => key(run(runId), 'sft', 'trajectories', `${pad4(shard)}.jsonl.gz`),
+  sftAnnotations: (runId: string) => key(run(runId), 'sft', 'annotations.jsonl'),
+  sftCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'sft', 'checkpoint', file),
+
+  iterationPrefix: (runId: string, k: number) => `${iteration(runId, k)}/`,
+  snapshot: (runId: string, k: number) => key(iteration(runId, k), 'snapshot.json'),
+  rollouts: (runId: string, k: number, shard: number) =>
+    key(iteration(runId, k), 'rollouts', `${pad4(shard)}.jsonl.gz`),
+  skills: (runId: string, k: number, shard: number) => key(iteration(runId, k), 'skills', `${pad4(shard)}.jsonl`),
+  rescore: (runId: string, k: number, shard: number) => key(iteration(runId, k), 'rescore', `${pad4(shard)}.bin`),
+  phaseManifest: (runId: string, k: number, phase: Phase, shard: number) =>
+    key(iteration(runId, k), phase, `${pad4(shard)}.manifest.json`),
+  phaseProgress: (runId: string, k: number, phase: Phase, shard: number) =>
+    key(iteration(runId, k), phase, `${pad4(shard)}.progress.json`),
+  checkpoint: (runId: string, k: number, file: CheckpointFile) => key(iteration(runId, k), 'checkpoint', file),
+  metrics: (runId: string, k: number) => key(iteration(runId, k), 'metrics.json'),
+  /** Written last in an iteration: every artifact key + sha256 + bytes + parents + config hash. */
+  iterationManifest: (runId: string, k: number) => key(iteration(runId, k), 'manifest.json'),
+
+  evaluation: (runId: string, k: number) => key(run(runId), 'eval', `${pad4(k)}.json`),
+} as const

@@ -1,0 +1,38 @@
+import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../../infra/s3-server.ts'
+import { S3ArtifactStore } from '../../store/s3-store.ts'
+
+/** Environment variables through which test/run.ts hands its servers to the integration tier. */
+export const TEST_ENV = {
+  temporalAddress: 'SEEDFLOW_TEST_TEMPORAL_ADDRESS',
+  s3Endpoint: 'SEEDFLOW_TEST_S3_ENDPOINT',
+  s3Bucket: 'SEEDFLOW_TEST_S3_BUCKET',
+  stateDir: 'SEEDFLOW_TEST_STATE_DIR',
+} as const
+
+function required(name: string): string {
+  const value = process.env[name]
+  if (!value)
+    throw new Error(`${name} is not set: run the integration tier through 'npm test' or 'npm run test:integration'`)
+  return value
+}
+
+export function testServers() {
+  return {
+    temporalAddress: required(TEST_ENV.temporalAddress),
+    s3Endpoint: required(TEST_ENV.s3Endpoint),
+    s3Bucket: required(TEST_ENV.s3Bucket),
+    stateDir: required(TEST_ENV.stateDir),
+  }
+}
+
+/** A store on the test S3 server under its own prefix, so test files never see each other's keys. */
+export function testS3Store(prefix: string): S3ArtifactStore {
+  const { s3Endpoint, s3Bucket } = testServers()
+  return new S3ArtifactStore({
+    bucket: s3Bucket,
+    prefix,
+    endpoint: s3Endpoint,
+    region: LOCAL_S3_REGION,
+    credentials: LOCAL_S3_CREDENTIALS,
+  })
+}

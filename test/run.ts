@@ -1,0 +1,126 @@
+// The test command. Runs the unit tier, then the integration tier against a real Temporal dev server and a
+// real S3 server that it starts on 127.0.0.1 and always stops: on success, failure, SIGINT and SIGTERM.
+// Servers left behind by a run that was killed outright are reaped through their PID files at the next start.
+import { spawn } from 'node:child_process'
+import { mkdir, readdir, rm } from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import { reapStale } from '../infra/processes.ts'
+import { startS3Server } from '../infra/s3-server.ts'
+import { startTemporalServer } from '../infra/temporal-server.ts'
+import { ensureTools, PROJECT_ROOT } from '../infra/tools.ts'
+import { TEST_ENV } from './integration/servers.ts'
+
+type Tier = 'unit' | 'integration'
+const TIERS: Record<string, Tier[]> = { unit: ['unit'], integration: ['integration'], all: ['unit', 'integration'] }
+
+const tiers = TIERS[process.argv[2] ?? 'all']
+if (!tiers) {
+  console.error(`usage: node --import tsx test/run.ts [unit|integration|all]  (got ${process.argv[2]})`)
+  process.exit(2)
+}
+const only = process.argv.slice(3) // optional file filters
+
+const stops: Array<() => Promise<void>> = []
+let child: ReturnType<typeof spawn> | undefined
+let stopping = false
+
+async function stopAll(): Promise<void> {
+  child?.kill('SIGTERM')
+  for (const stop of stops.splice(0).reverse()) await stop().catch((e) => console.error(`stop failed: ${e}`))
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    if (stopping) return
+    stopping = true
+    console.error(`\ntest run: ${sig}, stopping servers`)
+    void stopAll().finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1)))
+  })
+}
+
+async function testFiles(tier: Tier): Promise<string[]> {
+  const root = join(PROJECT_ROOT, 'test')
+  const found: string[] = []
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) {
+        if (entry.name === 'fixtures') continue
+        if ((entry.name === 'integration') !== (tier === 'integration') && dir === root) continue
+        await walk(path)
+      } else if (entry.name.endsWith('.test.ts')) found.push(relative(PROJECT_ROOT, path))
+    }
+  }
+  await walk(tier === 'integration' ? join(root, 'integration') : root)
+  return found.filter((f) => only.length === 0 || only.some((o) => f.includes(o))).sort()
+}
+
+function runNodeTest(files: string[], env: NodeJS.ProcessEnv, concurrency: number): Promise<number> {
+  return new Promise((resolve) => {
+    const args = ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...files]
+    child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: 'inherit' })
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)))
+  })
+}
+
+/** Starts the servers for the integration tier and returns the environment the tests read them from. */
+async function startServers(): Promise<NodeJS.ProcessEnv> {
+  const tools = ensureTools()
+  const testState = join(PROJECT_ROOT, '.seedflow', 'test')
+  await mkdir(testState, { recursive: true })
+  for (const dir of await readdir(testState)) {
+    const reaped = await reapStale(join(testState, dir))
+    for (const r of reaped) console.error(`test run: stopped ${r.name} (pid ${r.pid}) left by a killed run`)
+    await rm(join(testState, dir), { recursive: true, force: true })
+  }
+  const stateDir = join(testState, `run-${process.pid}`)
+  const started = Date.now()
+  const [s3, temporal] = await Promise.all([
+    startS3Server({
+      binary: tools.versitygw,
+      stateDir,
+      dataDir: join(stateDir, 's3-data'),
+      bucket: 'seedflow-test',
+      detached: false,
+    }),
+    startTemporalServer({ binary: tools.temporal, stateDir, uiPort: false, detached: false }),
+  ])
+  stops.push(s3.stop, temporal.stop)
+  console.log(
+    `test run: Temporal ${temporal.address} (pid ${temporal.pid}), S3 ${s3.endpoint} (pid ${s3.pid}), ` +
+      `ready in ${((Date.now() - started) / 1000).toFixed(1)} s; logs in ${relative(PROJECT_ROOT, stateDir)}`,
+  )
+  return {
+    [TEST_ENV.temporalAddress]: temporal.address,
+    [TEST_ENV.s3Endpoint]: s3.endpoint,
+    [TEST_ENV.s3Bucket]: s3.bucket,
+    [TEST_ENV.stateDir]: stateDir,
+  }
+}
+
+let failed = false
+const summary: string[] = []
+try {
+  for (const tier of tiers) {
+    const files = await testFiles(tier)
+    if (files.length === 0) {
+      summary.push(`${tier}: no test files`)
+      continue
+    }
+    const started = Date.now()
+    const env = { ...process.env, ...(tier === 'integration' ? await startServers() : {}) }
+    console.log(`\n=== ${tier} tier: ${files.length} files ===`)
+    const code = await runNodeTest(files, env, tier === 'integration' ? 1 : 2)
+    const seconds = ((Date.now() - started) / 1000).toFixed(1)
+    summary.push(`${tier}: ${code === 0 ? 'passed' : 'FAILED'} in ${seconds} s`)
+    failed ||= code !== 0
+    if (tier === 'integration') await stopAll()
+  }
+} catch (error) {
+  failed = true
+  summary.push(`error: ${error instanceof Error ? error.message : String(error)}`)
+} finally {
+  await stopAll()
+}
+console.log(`\n${summary.map((s) => `test run: ${s}`).join('\n')}`)
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,4 @@
+import { fileURLToPath } from 'node:url'
+
+/** Recorded from a real run: `SEEDFLOW_RECORD_HISTORIES=1 npm run test:integration -- register-run`. */
+export const HISTORY_FIXTURE = fileURLToPath(new URL('../fixtures/histories/register-run.json', import.meta.url))

@@ -1,0 +1,1 @@
+export { registerRun } from './register-run.ts'

@@ -1,0 +1,37 @@
+// Deterministic: runs in the workflow sandbox.
+import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow'
+import type { Activities, ArtifactRef, RecordRunInput } from '../activities/index.ts'
+import { assertValidRunId } from '../store/keys.ts'
+
+const { recordRun } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    maximumAttempts: 5,
+    initialInterval: '1 second',
+    nonRetryableErrorTypes: ['RunConfigConflict', 'InvalidKeyError'],
+  },
+})
+
+/**
+ * Records a run's configuration under its run id (= this workflow's id). The first step of every run, and
+ * for now the thin slice that proves worker, activity and store end to end.
+ */
+export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
+  const problems: string[] = []
+  try {
+    assertValidRunId(input?.runId)
+  } catch (error) {
+    problems.push(`runId: ${(error as Error).message}`)
+  }
+  if (input?.runId !== workflowInfo().workflowId) {
+    problems.push(
+      `runId: ${JSON.stringify(input?.runId)} differs from the workflow id ${JSON.stringify(workflowInfo().workflowId)}`,
+    )
+  }
+  if (typeof input?.config !== 'object' || input.config === null || Array.isArray(input.config)) {
+    problems.push('config: must be a JSON object')
+  }
+  if (problems.length > 0)
+    throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput')
+  return recordRun(input)
+}

@@ -193,3 +193,13 @@ export async function waitUntilReady(
     await sleep(100)
   }
 }
+
+/** Stops the process recorded in `<stateDir>/<name>.pid.json`, if it still runs; returns its record. */
+export async function stopByPidFile(stateDir: string, name: string): Promise<PidRecord | undefined> {
+  const pidFile = pidFileOf(stateDir, name)
+  const record = await readPidFile(pidFile)
+  if (!record) return undefined
+  const running = await isRunning(record)
+  await stopRecorded(record, pidFile)
+  return running ? record : undefined
+}

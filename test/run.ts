@@ -1,7 +1,7 @@
 // The test command. Runs the unit tier, then the integration tier against a real Temporal dev server and a
 // real S3 server that it starts on 127.0.0.1 and always stops: on success, failure, SIGINT and SIGTERM.
 // Servers left behind by a run that was killed outright are reaped through their PID files at the next start.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { reapStale } from '../infra/processes.ts'
@@ -13,6 +13,9 @@ import { TEST_ENV } from './integration/servers.ts'
 type Tier = 'unit' | 'integration'
 const TIERS: Record<string, Tier[]> = { unit: ['unit'], integration: ['integration'], all: ['unit', 'integration'] }
 
+// We pin the AWS SDK (infra notes); its notice about Node 22 would repeat in every test process.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
+
 const tiers = TIERS[process.argv[2] ?? 'all']
 if (!tiers) {
   console.error(`usage: node --import tsx test/run.ts [unit|integration|all]  (got ${process.argv[2]})`)
@@ -23,20 +26,51 @@ const only = process.argv.slice(3) // optional file filters
 const stops: Array<() => Promise<void>> = []
 let child: ReturnType<typeof spawn> | undefined
 let stopping = false
+let stopped: Promise<void> | undefined
 
-async function stopAll(): Promise<void> {
-  child?.kill('SIGTERM')
-  for (const stop of stops.splice(0).reverse()) await stop().catch((e) => console.error(`stop failed: ${e}`))
+/** Stops the test processes (their whole process group) and the servers; every caller awaits the same work. */
+function stopAll(): Promise<void> {
+  stopped ??= (async () => {
+    await killGroup(child)
+    for (const stop of stops.splice(0).reverse()) await stop().catch((e) => console.error(`stop failed: ${e}`))
+  })()
+  return stopped
 }
 
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    if (stopping) return
-    stopping = true
-    console.error(`\ntest run: ${sig}, stopping servers`)
-    void stopAll().finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1)))
-  })
+async function killGroup(proc: ReturnType<typeof spawn> | undefined): Promise<void> {
+  if (!proc?.pid || proc.exitCode !== null || proc.signalCode !== null) return
+  const exited = new Promise((resolve) => proc.once('exit', resolve))
+  const signalGroup = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-(proc.pid as number), sig)
+    } catch {}
+  }
+  signalGroup('SIGTERM')
+  const timer = setTimeout(() => signalGroup('SIGKILL'), 5000)
+  await exited
+  clearTimeout(timer)
+  signalGroup('SIGKILL') // grandchildren (per-file test processes) that outlived the runner
 }
+
+function abort(reason: string, exitCode: number): void {
+  if (stopping) return
+  stopping = true
+  console.error(`\ntest run: ${reason}, stopping servers`)
+  void stopAll().finally(() => process.exit(exitCode))
+}
+
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const)
+  process.on(sig, () => abort(sig, code))
+
+// `npm test` does not forward SIGTERM to its script: if our parent goes away, so do we.
+const parentPid = process.ppid
+setInterval(() => {
+  if (process.ppid !== parentPid) abort(`parent process ${parentPid} is gone`, 143)
+}, 250).unref()
 
 async function testFiles(tier: Tier): Promise<string[]> {
   const root = join(PROJECT_ROOT, 'test')
@@ -58,7 +92,8 @@ async function testFiles(tier: Tier): Promise<string[]> {
 function runNodeTest(files: string[], env: NodeJS.ProcessEnv, concurrency: number): Promise<number> {
   return new Promise((resolve) => {
     const args = ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...files]
-    child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: 'inherit' })
+    // Own process group, so that stopping it also stops the per-file test processes it spawns.
+    child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: 'inherit', detached: true })
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)))
   })
 }
@@ -75,6 +110,10 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
   }
   const stateDir = join(testState, `run-${process.pid}`)
   const started = Date.now()
+  const owned = <T extends { stop(): Promise<void> }>(server: T): T => {
+    stops.push(server.stop)
+    return server
+  }
   const [s3, temporal] = await Promise.all([
     startS3Server({
       binary: tools.versitygw,
@@ -82,10 +121,9 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
       dataDir: join(stateDir, 's3-data'),
       bucket: 'seedflow-test',
       detached: false,
-    }),
-    startTemporalServer({ binary: tools.temporal, stateDir, uiPort: false, detached: false }),
+    }).then(owned),
+    startTemporalServer({ binary: tools.temporal, stateDir, uiPort: false, detached: false }).then(owned),
   ])
-  stops.push(s3.stop, temporal.stop)
   console.log(
     `test run: Temporal ${temporal.address} (pid ${temporal.pid}), S3 ${s3.endpoint} (pid ${s3.pid}), ` +
       `ready in ${((Date.now() - started) / 1000).toFixed(1)} s; logs in ${relative(PROJECT_ROOT, stateDir)}`,
@@ -95,12 +133,31 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.s3Endpoint]: s3.endpoint,
     [TEST_ENV.s3Bucket]: s3.bucket,
     [TEST_ENV.stateDir]: stateDir,
+    [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid}`,
   }
+}
+
+/** Type check and lint, as part of the full test command. */
+function runStatic(): number {
+  let code = 0
+  for (const [what, args] of [
+    ['typecheck', ['tsc', '--noEmit', '-p', '.']],
+    ['lint', ['biome', 'check', '.']],
+  ] as const) {
+    const started = Date.now()
+    const result = spawnSync('npx', [...args], { cwd: PROJECT_ROOT, stdio: 'inherit' })
+    summary.push(
+      `${what}: ${result.status === 0 ? 'passed' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    )
+    code ||= result.status ?? 1
+  }
+  return code
 }
 
 let failed = false
 const summary: string[] = []
 try {
+  if (process.argv[2] === 'all' && only.length === 0) failed = runStatic() !== 0
   for (const tier of tiers) {
     const files = await testFiles(tier)
     if (files.length === 0) {
@@ -114,7 +171,6 @@ try {
     const seconds = ((Date.now() - started) / 1000).toFixed(1)
     summary.push(`${tier}: ${code === 0 ? 'passed' : 'FAILED'} in ${seconds} s`)
     failed ||= code !== 0
-    if (tier === 'integration') await stopAll()
   }
 } catch (error) {
   failed = true

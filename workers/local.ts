@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { NativeConnection, Worker } from '@temporalio/worker'
+import { NativeConnection, type NativeConnectionOptions, Worker } from '@temporalio/worker'
 import { createActivities } from '../activities/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { TASK_QUEUES } from './task-queues.ts'
@@ -7,7 +7,7 @@ import { TASK_QUEUES } from './task-queues.ts'
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url))
 
 export interface LocalWorkerOptions {
-  address: string
+  connectionOptions: NativeConnectionOptions
   namespace: string
   store: ArtifactStore
   taskQueue?: string
@@ -17,7 +17,7 @@ export interface LocalWorkerOptions {
 export async function createLocalWorker(
   options: LocalWorkerOptions,
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const connection = await NativeConnection.connect({ address: options.address })
+  const connection = await NativeConnection.connect(options.connectionOptions)
   try {
     const worker = await Worker.create({
       connection,

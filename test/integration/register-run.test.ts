@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
-import type { NativeConnection, Worker } from '@temporalio/worker'
+import { DefaultLogger, type NativeConnection, Runtime, type Worker } from '@temporalio/worker'
 import type { RunRecord } from '../../activities/index.ts'
 import { SEARCH_ATTRIBUTES } from '../../infra/temporal-server.ts'
 import { getJson } from '../../store/json.ts'
@@ -25,10 +25,11 @@ describe('registerRun on the real dev server with the S3 store', () => {
   let client: Client
 
   before(async () => {
+    Runtime.install({ logger: new DefaultLogger('WARN') }) // keep the bundler's report out of the test output
     const { temporalAddress } = testServers()
     store = testS3Store(`register-run-${process.pid}`)
     ;({ worker, connection: workerConnection } = await createLocalWorker({
-      address: temporalAddress,
+      connectionOptions: { address: temporalAddress },
       namespace: 'default',
       store,
       taskQueue: TASK_QUEUE,

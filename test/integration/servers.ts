@@ -7,6 +7,7 @@ export const TEST_ENV = {
   s3Endpoint: 'SEEDFLOW_TEST_S3_ENDPOINT',
   s3Bucket: 'SEEDFLOW_TEST_S3_BUCKET',
   stateDir: 'SEEDFLOW_TEST_STATE_DIR',
+  serverPids: 'SEEDFLOW_TEST_SERVER_PIDS',
 } as const
 
 function required(name: string): string {
@@ -22,6 +23,7 @@ export function testServers() {
     s3Endpoint: required(TEST_ENV.s3Endpoint),
     s3Bucket: required(TEST_ENV.s3Bucket),
     stateDir: required(TEST_ENV.stateDir),
+    serverPids: required(TEST_ENV.serverPids).split(',').map(Number),
   }
 }
 

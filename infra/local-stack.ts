@@ -1,0 +1,79 @@
+// The embedded default's servers: a Temporal dev server with SQLite state under `.seedflow/local`, started
+// detached so it outlives the command (the Web UI stays browsable) and reused until `seedflow down`.
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import { reapStale, stopByPidFile } from './processes.ts'
+import { findRunningTemporal, startTemporalServer, TEMPORAL_NAME, type TemporalServer } from './temporal-server.ts'
+import { ensureTools } from './tools.ts'
+
+export interface LocalStackPaths {
+  home: string
+  stateDir: string
+  artifacts: string
+}
+
+/** `$SEEDFLOW_HOME`, or `.seedflow` in the current folder. */
+export function localPaths(env: NodeJS.ProcessEnv = process.env): LocalStackPaths {
+  const home = resolve(env.SEEDFLOW_HOME ?? join(process.cwd(), '.seedflow'))
+  const stateDir = join(home, 'local')
+  return { home, stateDir, artifacts: join(stateDir, 'artifacts') }
+}
+
+export const LOCAL_PORTS = { temporal: 7233, ui: 8233, metrics: 9233 } as const
+
+function portFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const port = Number(raw)
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`${name} must be a port number, got ${JSON.stringify(raw)}`)
+  return port
+}
+
+async function assertPortFree(port: number, what: string, envName: string): Promise<void> {
+  await new Promise<void>((ok, fail) => {
+    const server = createServer()
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      fail(
+        new Error(
+          `port ${port} on 127.0.0.1 (${what}) is in use by another program` +
+            (error.code === 'EADDRINUSE' ? '' : ` (${error.code})`) +
+            `; set ${envName} to another port, or point seedflow at that server with TEMPORAL_ADDRESS`,
+        ),
+      ),
+    )
+    server.listen({ host: '127.0.0.1', port }, () => server.close(() => ok()))
+  })
+}
+
+/** The running local Temporal server, or a new one. `reused` tells which. */
+export async function upTemporal(env: NodeJS.ProcessEnv = process.env): Promise<TemporalServer & { reused: boolean }> {
+  const { stateDir } = localPaths(env)
+  await reapStale(stateDir)
+  const running = await findRunningTemporal(stateDir)
+  if (running) return { ...running, reused: true }
+  const port = portFromEnv(env, 'SEEDFLOW_TEMPORAL_PORT', LOCAL_PORTS.temporal)
+  const uiPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_UI_PORT', LOCAL_PORTS.ui)
+  const metricsPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_METRICS_PORT', LOCAL_PORTS.metrics)
+  await assertPortFree(port, 'Temporal frontend', 'SEEDFLOW_TEMPORAL_PORT')
+  await assertPortFree(uiPort, 'Temporal Web UI', 'SEEDFLOW_TEMPORAL_UI_PORT')
+  await assertPortFree(metricsPort, 'Temporal metrics', 'SEEDFLOW_TEMPORAL_METRICS_PORT')
+  const tools = ensureTools(env)
+  const server = await startTemporalServer({
+    binary: tools.temporal,
+    stateDir,
+    dbFile: join(stateDir, 'temporal.db'),
+    port,
+    uiPort,
+    metricsPort,
+    detached: true,
+  })
+  return { ...server, reused: false }
+}
+
+/** Stops the local servers by their PID files; returns what it stopped. */
+export async function downLocal(env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  const { stateDir } = localPaths(env)
+  const stopped = await stopByPidFile(stateDir, TEMPORAL_NAME)
+  return stopped ? [`${stopped.name} (pid ${stopped.pid})`] : []
+}

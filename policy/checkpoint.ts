@@ -1,0 +1,113 @@
+import type { CheckpointFile } from '../store/keys.ts'
+import { fromHuggingFaceConfig, type ModelConfig, toHuggingFaceConfig } from './config.ts'
+import { parameterSpecs } from './parameters.ts'
+import { decodeSafetensors, encodeSafetensors, fromFloat32, type RawTensor, toFloat32 } from './safetensors.ts'
+
+/** A model's weights (float32, Hugging Face names), its config and, for our own models, its tokenizer. */
+export interface Checkpoint {
+  config: ModelConfig
+  weights: Map<string, Float32Array>
+  tokenizerJson?: object
+  eosIds: number[]
+  bosId?: number
+}
+
+export class CheckpointError extends Error {
+  override name = 'CheckpointError'
+}
+
+/** Tensors some exporters write that carry nothing we need (recomputed rotary tables). */
+const IGNORED_TENSOR = /\.rotary_emb\.inv_freq$/
+
+export type CheckpointFiles = Partial<Record<CheckpointFile, Uint8Array>>
+
+/** The files of a checkpoint folder, readable by Hugging Face transformers. */
+export function encodeCheckpoint(checkpoint: Checkpoint): CheckpointFiles {
+  checkWeights(checkpoint.config, checkpoint.weights, 'checkpoint')
+  const tensors = new Map<string, RawTensor>()
+  for (const spec of parameterSpecs(checkpoint.config)) {
+    tensors.set(spec.name, fromFloat32(checkpoint.weights.get(spec.name) as Float32Array, spec.shape))
+  }
+  const hfConfig = toHuggingFaceConfig(checkpoint.config, {
+    eosIds: checkpoint.eosIds,
+    ...(checkpoint.bosId === undefined ? {} : { bosId: checkpoint.bosId }),
+  })
+  const files: CheckpointFiles = {
+    'model.safetensors': encodeSafetensors(tensors, { format: 'pt' }),
+    'config.json': json(hfConfig),
+  }
+  if (checkpoint.tokenizerJson) files['tokenizer.json'] = json(checkpoint.tokenizerJson)
+  return files
+}
+
+/** Reads and validates a checkpoint: every tensor the config implies, with its shape, and nothing unknown. */
+export function decodeCheckpoint(files: CheckpointFiles, source = 'checkpoint'): Checkpoint {
+  const configBytes = files['config.json']
+  const modelBytes = files['model.safetensors']
+  if (!configBytes || !modelBytes) throw new CheckpointError(`${source}: needs config.json and model.safetensors`)
+  const hf = JSON.parse(Buffer.from(configBytes).toString('utf8')) as Record<string, unknown>
+  const config = fromHuggingFaceConfig(hf, `${source}/config.json`)
+  const { tensors } = decodeSafetensors(modelBytes, `${source}/model.safetensors`)
+  const weights = weightsFromTensors(config, tensors, `${source}/model.safetensors`)
+  const eos = hf.eos_token_id
+  const checkpoint: Checkpoint = {
+    config,
+    weights,
+    eosIds: Array.isArray(eos) ? eos : typeof eos === 'number' ? [eos] : [],
+  }
+  if (typeof hf.bos_token_id === 'number') checkpoint.bosId = hf.bos_token_id
+  const tokenizer = files['tokenizer.json']
+  if (tokenizer) checkpoint.tokenizerJson = JSON.parse(Buffer.from(tokenizer).toString('utf8'))
+  return checkpoint
+}
+
+/** Converts named tensors (any float dtype) to the config's weights, checking names and shapes. */
+export function weightsFromTensors(
+  config: ModelConfig,
+  tensors: Map<string, RawTensor>,
+  source: string,
+): Map<string, Float32Array> {
+  const weights = new Map<string, Float32Array>()
+  const specs = parameterSpecs(config)
+  const known = new Set(specs.map((s) => s.name))
+  for (const spec of specs) {
+    const tensor = tensors.get(spec.name)
+    if (!tensor)
+      throw new CheckpointError(
+        `${source}: tensor ${spec.name} is missing (config expects shape [${spec.shape.join(', ')}])`,
+      )
+    if (!sameShape(tensor.shape, spec.shape)) {
+      throw new CheckpointError(
+        `${source}: tensor ${spec.name} has shape [${tensor.shape.join(', ')}] but the config expects [${spec.shape.join(', ')}]`,
+      )
+    }
+    weights.set(spec.name, toFloat32(tensor, spec.name))
+  }
+  for (const name of tensors.keys()) {
+    // A tied model may still carry lm_head.weight (some exporters write it): it must equal the embedding.
+    if (known.has(name) || IGNORED_TENSOR.test(name) || (name === 'lm_head.weight' && config.tieEmbeddings)) continue
+    throw new CheckpointError(`${source}: tensor ${name} is not part of a ${config.family} model with this config`)
+  }
+  return weights
+}
+
+export function checkWeights(config: ModelConfig, weights: Map<string, Float32Array>, source: string): void {
+  for (const spec of parameterSpecs(config)) {
+    const w = weights.get(spec.name)
+    const n = spec.shape.reduce((a, b) => a * b, 1)
+    if (!w) throw new CheckpointError(`${source}: tensor ${spec.name} is missing (shape [${spec.shape.join(', ')}])`)
+    if (w.length !== n) {
+      throw new CheckpointError(
+        `${source}: tensor ${spec.name} has ${w.length} values, shape [${spec.shape.join(', ')}] needs ${n}`,
+      )
+    }
+  }
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i])
+}
+
+function json(value: unknown): Uint8Array {
+  return Buffer.from(`${JSON.stringify(value, null, 2)}\n`, 'utf8')
+}

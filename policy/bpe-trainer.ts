@@ -75,9 +75,9 @@ export function trainByteLevelBpe(corpus: Iterable<string>, options: BpeTrainOpt
       const key = (s[i] as number) * SHIFT + (s[i + 1] as number)
       pairCount.set(key, (pairCount.get(key) ?? 0) + sign * count)
       if (sign > 0) {
-        let set = pairWords.get(key)
-        if (!set) pairWords.set(key, (set = new Set()))
-        set.add(w)
+        const set = pairWords.get(key)
+        if (set) set.add(w)
+        else pairWords.set(key, new Set([w]))
       }
     }
   }

@@ -114,7 +114,7 @@ export function decodeSafetensors(bytes: Uint8Array, source = 'safetensors'): Sa
 /** float32 values of a tensor (converting F16 / BF16 / F64), as a fresh, aligned array. */
 export function toFloat32(tensor: RawTensor, name = 'tensor'): Float32Array {
   const n = product(tensor.shape)
-  const copy = tensor.data.slice() // aligned copy
+  const copy = new Uint8Array(tensor.data) // an aligned copy (Buffer.slice would be a view)
   switch (tensor.dtype) {
     case 'F32':
       return new Float32Array(copy.buffer, 0, n)

@@ -82,16 +82,7 @@ export class S3ArtifactStore implements ArtifactStore {
     assertValidKey(key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     if (data.byteLength <= SINGLE_PUT_LIMIT) {
-      await this.#call(() =>
-        this.#client.send(
-          new PutObjectCommand({
-            Bucket: this.#bucket,
-            Key: this.#full(key),
-            Body: data,
-            Metadata: { [SHA_META]: info.sha256 },
-          }),
-        ),
-      )
+      await this.#putObject(info, data, {})
     } else {
       await this.#multipart(this.#full(key), Readable.from([data]), { [SHA_META]: info.sha256 })
     }
@@ -127,17 +118,7 @@ export class S3ArtifactStore implements ArtifactStore {
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.#call(() =>
-          this.#client.send(
-            new PutObjectCommand({
-              Bucket: this.#bucket,
-              Key: this.#full(key),
-              Body: data,
-              IfNoneMatch: '*',
-              Metadata: { [SHA_META]: info.sha256 },
-            }),
-          ),
-        )
+        await this.#putObject(info, data, { IfNoneMatch: '*' })
         return { created: true, info }
       } catch (error) {
         const status = httpStatus(error)
@@ -234,6 +215,21 @@ export class S3ArtifactStore implements ArtifactStore {
   #relative(fullKey: string): string | undefined {
     if (this.#prefix === '') return fullKey
     return fullKey.startsWith(`${this.#prefix}/`) ? fullKey.slice(this.#prefix.length + 1) : undefined
+  }
+
+  /** One PUT carrying the sha256 as metadata, so object and hash become visible together. */
+  async #putObject(info: ObjectInfo, data: Uint8Array, conditions: { IfNoneMatch?: string }): Promise<void> {
+    await this.#call(() =>
+      this.#client.send(
+        new PutObjectCommand({
+          Bucket: this.#bucket,
+          Key: this.#full(info.key),
+          Body: data,
+          Metadata: { [SHA_META]: info.sha256 },
+          ...conditions,
+        }),
+      ),
+    )
   }
 
   async #getObject(key: string) {

@@ -109,8 +109,11 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
       throw new ModelConfigError(`${source}: ${key} is missing or not a number (${JSON.stringify(value)})`)
     return value
   }
-  if (hf.rope_scaling !== undefined && hf.rope_scaling !== null) {
-    throw new ModelConfigError(`${source}: rope_scaling ${JSON.stringify(hf.rope_scaling)} is not supported yet`)
+  // transformers ≥ 5 writes rope_parameters { rope_theta, rope_type }; older versions rope_theta and rope_scaling.
+  const rope = (hf.rope_parameters ?? {}) as { rope_theta?: number; rope_type?: string }
+  const scaling = hf.rope_scaling ?? (rope.rope_type && rope.rope_type !== 'default' ? rope : null)
+  if (scaling !== undefined && scaling !== null) {
+    throw new ModelConfigError(`${source}: rope scaling ${JSON.stringify(scaling)} is not supported yet`)
   }
   const numHeads = num('num_attention_heads')
   const hiddenSize = num('hidden_size')
@@ -124,7 +127,7 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
     numKvHeads: num('num_key_value_heads', numHeads),
     headDim: num('head_dim', hiddenSize / numHeads),
     rmsNormEps: num('rms_norm_eps'),
-    ropeTheta: num('rope_theta', 10000),
+    ropeTheta: num('rope_theta', rope.rope_theta ?? 10000),
     maxPositions: num('max_position_embeddings'),
     qkvBias: modelType === 'qwen2' ? true : hf.attention_bias === true,
     tieEmbeddings: hf.tie_word_embeddings === true,

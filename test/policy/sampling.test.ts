@@ -4,7 +4,12 @@ import { argmax, sampleFromLogprobs, stopIndex, type UniformSource } from '../..
 
 function lcg(seed: number): UniformSource {
   let s = seed >>> 0
-  return { next: () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296 }
+  return {
+    next: () => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+      return s / 4294967296
+    },
+  }
 }
 
 const probs = [0.5, 0.3, 0.15, 0.05]

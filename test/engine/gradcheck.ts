@@ -96,7 +96,7 @@ export async function gradcheck(engine: Engine, c: GradCase, seed = 1): Promise<
 
   // 1. output dims, for the loss weights
   const probe = buildForward(c, 'probe')
-  probe.ys.forEach((y, k) => probe.op.output(y, `y${k}`))
+  for (const [k, y] of probe.ys.entries()) probe.op.output(y, `y${k}`)
   const probeModel = await engine.load(encodeModel(probe.graph))
   const outs = await engine.run(probeModel, feeds)
   await engine.release(probeModel)

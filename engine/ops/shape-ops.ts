@@ -215,7 +215,10 @@ export const Slice = defineOp({
     }
     const begin = clampIndex(starts!)
     const end = clampIndex(ends!)
-    return [op.Pad(dy, op.Concat([begin, op.Sub(dims, end)], 0), null, axes), null, null, null, null]
+    // full-rank pads rather than Pad's `axes` input: onnxruntime 1.30's transpose optimizer mishandles `axes`
+    const zeros = op.ints(x!.shape.map(() => 0))
+    const everyAxis = (v: Value) => op.ScatterElements(zeros, axes, v, 0, 'none')
+    return [op.Pad(dy, op.Concat([everyAxis(begin), everyAxis(op.Sub(dims, end))], 0)), null, null, null, null]
   },
 })
 
@@ -224,6 +227,19 @@ export const Pad = defineOp({
   /** Constant-mode padding; `pads` = [begin per axis…, end per axis…] over `axes` (default every axis). */
   build: (emit, x: Value, pads: Ints, constantValue?: Value | number | null, axes?: Ints) => {
     const v = (a: Ints) => (Array.isArray(a) ? emit.ints(a) : (a as Value))
+    if (Array.isArray(axes) && Array.isArray(pads)) {
+      // static axes become full-rank pads (onnxruntime 1.30's transpose optimizer mishandles the `axes` input)
+      const rank = x.shape.length
+      const full = new Array<number>(2 * rank).fill(0)
+      const [ax, pd] = [axes as readonly number[], pads as readonly number[]]
+      ax.forEach((a, i) => {
+        const axis = a < 0 ? a + rank : a
+        full[axis] = pd[i]!
+        full[axis + rank] = pd[i + ax.length]!
+      })
+      pads = full
+      axes = undefined
+    }
     const inputs: (Value | null)[] = [x, v(pads)]
     if (constantValue != null || axes !== undefined)
       inputs.push(constantValue == null ? null : emit.valueOf(constantValue, x))

@@ -240,6 +240,15 @@ export const GRAD_CASES: Partial<Record<OpName, GradCase[]>> = {
       inputs: { x: { dims: [2, 3] }, v: { dims: [] } },
       build: (op, { x, v }) => op.Pad(x!, [1, 0, 2, 1], v!, [0, 1]),
     },
+    {
+      name: 'axes and pads as tensors',
+      inputs: {
+        x: { dims: [2, 3] },
+        p: { dtype: 'int64', dims: [2], data: [2, 1] },
+        a: { dtype: 'int64', dims: [1], data: [-1] },
+      },
+      build: (op, { x, p, a }) => op.Pad(x!, p!, 0, a!),
+    },
   ],
   Expand: [{ name: 'broadcast up', inputs: { x: { dims: [3, 1] } }, build: (op, { x }) => op.Expand(x!, [2, 3, 4]) }],
   Gather: [

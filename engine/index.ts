@@ -7,7 +7,7 @@ export { EngineRuntimeError, GradientError, GraphError, ShapeError, UnsupportedG
 export { type Attr, type ConstTensor, constTensor, Graph, type Node, type Value, type ValueInfo } from './ir.ts'
 export { encodeModel, IR_VERSION, OPSET } from './onnx.ts'
 export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'
-export { type OpName, OPS } from './ops/index.ts'
+export { OPS, type OpName } from './ops/index.ts'
 export {
   AdamW,
   type AdamWConfig,

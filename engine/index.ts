@@ -1,0 +1,34 @@
+// Public surface of the tensor engine: build a graph with the builder, differentiate it, encode it, run it.
+
+export { type GradientOptions, gradients } from './autodiff.ts'
+export { type Builder, createBuilder, type Helpers, type OpMethods } from './builder.ts'
+export { type AnyTypedArray, type DType, isFloat, type TypedArrayOf } from './dtype.ts'
+export { EngineRuntimeError, GradientError, GraphError, ShapeError, UnsupportedGradientError } from './errors.ts'
+export { type Attr, type ConstTensor, constTensor, Graph, type Node, type Value, type ValueInfo } from './ir.ts'
+export { encodeModel, IR_VERSION, OPSET } from './onnx.ts'
+export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'
+export { OPS, type OpName } from './ops/index.ts'
+export {
+  AdamW,
+  type AdamWConfig,
+  type AdamWState,
+  clipGradNorm,
+  constantLr,
+  cosineWithWarmup,
+  globalNorm,
+  type LrSchedule,
+  OptimizerError,
+  type ParamSet,
+} from './optimizer.ts'
+export {
+  createLocalEngine,
+  createWorkerEngine,
+  type Engine,
+  type ExecutionProvider,
+  type ModelHandle,
+  modelId,
+  type RunOptions,
+  type RuntimeConfig,
+} from './runtime.ts'
+export { type Dim, formatShape, type Shape } from './shape.ts'
+export { type Feeds, type Fetches, type TensorData, tensor } from './tensor.ts'

@@ -1,0 +1,231 @@
+// The only module that imports onnxruntime-node. Two engines share one interface: `createLocalEngine` runs
+// models on the calling thread (a run blocks it: onnxruntime-node's run is a synchronous native call), and
+// `createWorkerEngine` runs them in a worker thread so the caller's event loop stays free.
+import { createHash } from 'node:crypto'
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
+import { InferenceSession, Tensor } from 'onnxruntime-node'
+import type { DType } from './dtype.ts'
+import { EngineRuntimeError } from './errors.ts'
+import type { Feeds, Fetches, TensorData } from './tensor.ts'
+
+export type ExecutionProvider = 'cpu' | { name: 'cuda'; deviceId?: number }
+
+export interface RuntimeConfig {
+  /** ORT intra-op threads; default: the number of cores. One thread makes runs bit-reproducible. */
+  threads?: number
+  /** In order of preference; default ['cpu']. A CUDA worker passes [{ name: 'cuda' }, 'cpu']. */
+  executionProviders?: readonly ExecutionProvider[]
+  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all'
+  /** Sessions kept, least recently used evicted first (default 32). */
+  maxSessions?: number
+}
+
+/** A model loaded into an engine; `id` is the sha256 of its bytes. */
+export interface ModelHandle {
+  readonly id: string
+  readonly inputNames: readonly string[]
+  readonly outputNames: readonly string[]
+}
+
+export interface RunOptions {
+  /** Outputs to compute (default: every output). */
+  fetches?: readonly string[]
+  /** Worker engine only: move the feeds' buffers to the worker instead of copying (the caller loses them). */
+  transfer?: boolean
+}
+
+export interface Engine {
+  /** Builds (or reuses) the session for these model bytes. */
+  load(model: Uint8Array): Promise<ModelHandle>
+  run(model: ModelHandle, feeds: Feeds, options?: RunOptions): Promise<Fetches>
+  /** Drops the session of a model. */
+  release(model: ModelHandle): Promise<void>
+  close(): Promise<void>
+}
+
+export function modelId(model: Uint8Array): string {
+  return createHash('sha256').update(model).digest('hex')
+}
+
+export function resolvedConfig(config: RuntimeConfig = {}): Required<RuntimeConfig> {
+  const threads = config.threads ?? availableParallelism()
+  if (!Number.isInteger(threads) || threads < 1)
+    throw new EngineRuntimeError(`threads must be a positive integer, got ${threads}`)
+  return {
+    threads,
+    executionProviders: config.executionProviders ?? ['cpu'],
+    graphOptimizationLevel: config.graphOptimizationLevel ?? 'all',
+    maxSessions: config.maxSessions ?? 32,
+  }
+}
+
+/** Runs models on the calling thread. */
+export function createLocalEngine(config: RuntimeConfig = {}): Engine {
+  const cfg = resolvedConfig(config)
+  const sessions = new Map<string, Promise<InferenceSession>>()
+
+  const session = async (id: string): Promise<InferenceSession> => {
+    const s = sessions.get(id)
+    if (!s) throw new EngineRuntimeError(`model ${id.slice(0, 12)} is not loaded in this engine`)
+    sessions.delete(id) // re-insert: most recently used last
+    sessions.set(id, s)
+    return s
+  }
+
+  return {
+    async load(model) {
+      const id = modelId(model)
+      let s = sessions.get(id)
+      if (!s) {
+        s = InferenceSession.create(model, {
+          intraOpNumThreads: cfg.threads,
+          interOpNumThreads: 1,
+          executionMode: 'sequential',
+          graphOptimizationLevel: cfg.graphOptimizationLevel,
+          executionProviders: cfg.executionProviders.map((ep) =>
+            ep === 'cpu' ? 'cpu' : { name: 'cuda', deviceId: ep.deviceId ?? 0 },
+          ),
+          logSeverityLevel: 3,
+        }).catch((error: unknown) => {
+          sessions.delete(id)
+          throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
+        })
+        sessions.set(id, s)
+        while (sessions.size > cfg.maxSessions) {
+          const oldest = sessions.keys().next().value as string
+          const evicted = sessions.get(oldest)
+          sessions.delete(oldest)
+          void evicted?.then((e) => e.release()).catch(() => undefined)
+        }
+      }
+      const ready = await s
+      return { id, inputNames: [...ready.inputNames], outputNames: [...ready.outputNames] }
+    },
+
+    async run(model, feeds, options = {}) {
+      const s = await session(model.id)
+      const missing = s.inputNames.filter((n) => !(n in feeds))
+      const unknown = Object.keys(feeds).filter((n) => !s.inputNames.includes(n))
+      if (missing.length > 0 || unknown.length > 0) {
+        throw new EngineRuntimeError(
+          `model ${model.id.slice(0, 12)}: missing feeds [${missing.join(', ')}], unknown feeds [${unknown.join(', ')}]`,
+        )
+      }
+      const ortFeeds: Record<string, Tensor> = {}
+      for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new Tensor(t.dtype, t.data, [...t.dims])
+      const fetches = options.fetches ?? s.outputNames
+      let out: InferenceSession.ReturnType
+      try {
+        out = await s.run(ortFeeds, [...fetches])
+      } catch (error) {
+        throw new EngineRuntimeError(`model ${model.id.slice(0, 12)} run failed: ${messageOf(error)}`)
+      }
+      const result: Fetches = {}
+      for (const name of fetches) {
+        const t = out[name]!
+        result[name] = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
+        t.dispose?.()
+      }
+      return result
+    },
+
+    async release(model) {
+      const s = sessions.get(model.id)
+      sessions.delete(model.id)
+      await (await s)?.release()
+    },
+
+    async close() {
+      const all = [...sessions.values()]
+      sessions.clear()
+      await Promise.all(all.map(async (s) => (await s.catch(() => undefined))?.release()))
+    },
+  }
+}
+
+interface WorkerReply {
+  id: number
+  ok: boolean
+  value?: unknown
+  error?: { name: string; message: string }
+}
+
+/**
+ * Runs models in a dedicated worker thread that owns the sessions; the caller's event loop stays free
+ * while a model runs. Outputs come back as transferred buffers (no copy).
+ */
+export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
+  const cfg = resolvedConfig(config)
+  // the worker loads TypeScript through tsx, registered inside the worker (an --import in execArgv is not
+  // applied to worker threads on Node 20)
+  const boot = `const { workerData } = require('node:worker_threads')
+import(workerData.tsx).then((tsx) => { tsx.register(); return import(workerData.entry) })`
+  const workerData = {
+    config: cfg,
+    entry: new URL('./runtime-worker.ts', import.meta.url).href,
+    tsx: import.meta.resolve('tsx/esm/api'),
+  }
+  const worker = new Worker(boot, { eval: true, workerData })
+  worker.unref()
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
+  let nextId = 0
+  let dead: Error | undefined
+
+  const failAll = (error: Error) => {
+    dead = error
+    for (const p of pending.values()) p.reject(error)
+    pending.clear()
+  }
+  worker.on('message', (reply: WorkerReply) => {
+    const p = pending.get(reply.id)
+    if (!p) return
+    pending.delete(reply.id)
+    if (pending.size === 0) worker.unref()
+    if (reply.ok) p.resolve(reply.value)
+    else
+      p.reject(
+        Object.assign(new EngineRuntimeError(reply.error?.message ?? 'worker error'), {
+          name: reply.error?.name ?? 'EngineRuntimeError',
+        }),
+      )
+  })
+  worker.on('error', (error) => failAll(new EngineRuntimeError(`engine worker failed: ${error.message}`)))
+  worker.on('exit', (code) => failAll(new EngineRuntimeError(`engine worker exited with code ${code}`)))
+
+  const call = <T>(type: string, payload: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<T> => {
+    if (dead) return Promise.reject(dead)
+    const id = nextId++
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      worker.ref()
+      worker.postMessage({ id, type, ...payload }, transfer)
+    })
+  }
+
+  return {
+    load: (model) => call<ModelHandle>('load', { model }),
+    run(model, feeds, options = {}) {
+      const transfer = options.transfer ? transferList(Object.values(feeds)) : []
+      return call<Fetches>('run', { model, feeds, fetches: options.fetches }, transfer)
+    },
+    release: (model) => call<void>('release', { model }),
+    async close() {
+      if (dead) return
+      await call<void>('close', {})
+      dead = new EngineRuntimeError('engine closed')
+      await worker.terminate()
+    },
+  }
+}
+
+/** The distinct, transferable buffers under these tensors. */
+export function transferList(tensors: readonly TensorData[]): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>()
+  for (const t of tensors) if (t.data.buffer instanceof ArrayBuffer) buffers.add(t.data.buffer)
+  return [...buffers]
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

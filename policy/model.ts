@@ -1,0 +1,260 @@
+// The Llama-style decoder, defined once and built into three graph kinds: decode (prefill and steps over a
+// fixed-capacity KV cache), score (per-token log-probs and entropy of given tokens) and train (a loss built
+// by the caller from in-graph log-probs, plus every parameter's gradient). Weights are graph inputs named as
+// Hugging Face names them; every log-prob comes from logits × inv_temperature.
+import { type Builder, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
+import type { ModelConfig } from './config.ts'
+import { parameterSpecs } from './parameters.ts'
+
+export type FloatType = 'float32' | 'float64'
+
+/** Additive mask value: large enough to zero a softmax weight, finite so that all-masked rows stay finite. */
+const MASKED = -1e9
+
+/** Names of the graph inputs and outputs (the contract between graphs and the code that feeds them). */
+export const IO = {
+  ids: 'ids',
+  positions: 'positions',
+  valid: 'valid',
+  targets: 'targets',
+  invTemperature: 'inv_temperature',
+  ropeCos: 'rope_cos',
+  ropeSin: 'rope_sin',
+  cacheValid: 'cache_valid',
+  cacheK: (l: number) => `cache_k_t.${l}`,
+  cacheV: (l: number) => `cache_v.${l}`,
+  newK: (l: number) => `new_k.${l}`,
+  newV: (l: number) => `new_v.${l}`,
+  logprobs: 'logprobs',
+  logits: 'logits',
+  tokenLogprobs: 'token_logprobs',
+  entropy: 'entropy',
+  loss: 'loss',
+} as const
+
+interface Common {
+  op: Builder
+  dtype: FloatType
+  c: ModelConfig
+  params: Map<string, Value>
+  ids: Value // (B, T) int64
+  positions: Value // (B, T) int64
+  valid: Value // (B, T) 1 = real token, 0 = padding
+  cos: Value // (B, 1, T, D)
+  sin: Value // (B, 1, T, D)
+}
+
+interface LayerCache {
+  kT: Value // (B, KV, D, S): keys stored transposed, ready for q·kᵀ
+  v: Value // (B, KV, S, D)
+}
+
+function declare(op: Builder, c: ModelConfig, dtype: FloatType, T: string): Common {
+  const params = new Map<string, Value>()
+  for (const spec of parameterSpecs(c)) params.set(spec.name, op.input(spec.name, dtype, spec.shape))
+  const ids = op.input(IO.ids, 'int64', ['B', T])
+  const positions = op.input(IO.positions, 'int64', ['B', T])
+  const valid = op.input(IO.valid, dtype, ['B', T])
+  // rotary tables (P, D), halves duplicated as Hugging Face's rotate-half convention wants
+  const cosTable = op.input(IO.ropeCos, dtype, ['P', c.headDim])
+  const sinTable = op.input(IO.ropeSin, dtype, ['P', c.headDim])
+  const cos = op.Unsqueeze(op.Gather(cosTable, positions), [1]) // (B, 1, T, D)
+  const sin = op.Unsqueeze(op.Gather(sinTable, positions), [1])
+  return { op, dtype, c, params, ids, positions, valid, cos, sin }
+}
+
+function param(m: Common, name: string): Value {
+  const p = m.params.get(name)
+  if (!p) throw new Error(`model parameter ${name} is not declared`)
+  return p
+}
+
+/** x · Wᵀ (+ b), W in Hugging Face's (out, in) layout; ORT fuses the transpose into the MatMul. */
+function linear(m: Common, x: Value, prefix: string, bias: boolean): Value {
+  const y = m.op.MatMul(x, m.op.Transpose(param(m, `${prefix}.weight`), [1, 0]))
+  return bias ? m.op.Add(y, param(m, `${prefix}.bias`)) : y
+}
+
+/** Rotate-half rotary embedding on the last axis (size D); cos and sin broadcast over heads. */
+function rotary(m: Common, x: Value, cos: Value, sin: Value): Value {
+  const { op } = m
+  const half = m.c.headDim / 2
+  const x1 = op.Slice(x, [0], [half], [-1])
+  const x2 = op.Slice(x, [half], [m.c.headDim], [-1])
+  return op.Add(op.Mul(x, cos), op.Mul(op.Concat([op.Neg(x2), x1], -1), sin))
+}
+
+/** Additive (B, 1, 1, Tq, Tk) mask: causal among the Tq new tokens, padding keys masked. */
+function selfMask(m: Common): Value {
+  const { op } = m
+  const T = op.dim(m.ids, 1)
+  const causal = op.Where(op.causalMask(T, T), op.scalar(0, m.dtype), op.scalar(MASKED, m.dtype)) // (T, T)
+  const padding = op.Mul(op.Sub(m.valid, 1), -MASKED) // (B, T): 0 valid, MASKED padding
+  return op.Add(causal, op.Unsqueeze(padding, [1, 2, 3]))
+}
+
+interface AttentionOut {
+  hidden: Value
+  newK: Value // (B, KV, T, D)
+  newV: Value
+}
+
+/**
+ * Grouped-query attention. Query heads are viewed as (KV, G) so each group of G = H / KV query heads meets its
+ * key/value head by broadcasting, without repeating K and V. With a cache, scores against the cached keys and
+ * against the new keys are computed apart and joined for one softmax: the cache is read, never copied.
+ */
+function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCache & { mask: Value }): AttentionOut {
+  const { op, c } = m
+  const p = `model.layers.${l}.self_attn`
+  const G = c.numHeads / c.numKvHeads
+  const D = c.headDim
+  const q = op.Transpose(op.Reshape(linear(m, x, `${p}.q_proj`, c.qkvBias), [0, 0, c.numKvHeads, G, D]), [0, 2, 3, 1, 4])
+  const qr = rotary(m, q, op.Unsqueeze(m.cos, [1]), op.Unsqueeze(m.sin, [1])) // (B, KV, G, T, D)
+  const k = op.Transpose(op.Reshape(linear(m, x, `${p}.k_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
+  const kr = rotary(m, k, m.cos, m.sin) // (B, KV, T, D)
+  const v = op.Transpose(op.Reshape(linear(m, x, `${p}.v_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
+  const scale = 1 / Math.sqrt(D)
+  const kU = op.Unsqueeze(kr, [2]) // (B, KV, 1, T, D)
+  const vU = op.Unsqueeze(v, [2])
+  const scoresNew = op.Add(op.Mul(op.MatMul(qr, op.transposeLast(kU)), scale), mask) // (B, KV, G, T, T)
+  let out: Value
+  if (cache) {
+    const scoresCache = op.Add(op.Mul(op.MatMul(qr, op.Unsqueeze(cache.kT, [2])), scale), cache.mask) // (B, KV, G, T, S)
+    const att = op.Softmax(op.Concat([scoresCache, scoresNew], -1), -1)
+    const S = op.Reshape(op.dim(cache.kT, 3), [1])
+    const attCache = op.Slice(att, op.ints([0]), S, [-1])
+    const attNew = op.Slice(att, S, op.ints([Number.MAX_SAFE_INTEGER]), [-1])
+    out = op.Add(op.MatMul(attCache, op.Unsqueeze(cache.v, [2])), op.MatMul(attNew, vU))
+  } else {
+    out = op.MatMul(op.Softmax(scoresNew, -1), vU) // (B, KV, G, T, D)
+  }
+  const merged = op.Reshape(op.Transpose(out, [0, 3, 1, 2, 4]), [0, 0, c.numHeads * D]) // (B, T, H·D)
+  return { hidden: linear(m, merged, `${p}.o_proj`, false), newK: kr, newV: v }
+}
+
+function mlp(m: Common, l: number, x: Value): Value {
+  const { op } = m
+  const p = `model.layers.${l}.mlp`
+  const gate = linear(m, x, `${p}.gate_proj`, false)
+  const swish = op.Mul(gate, op.Sigmoid(gate)) // SiLU
+  return linear(m, op.Mul(swish, linear(m, x, `${p}.up_proj`, false)), `${p}.down_proj`, false)
+}
+
+/** The decoder stack: (B, T) ids → (B, T, C) final-normed hidden states, plus each layer's new K and V. */
+function decoder(m: Common, caches?: Array<LayerCache & { mask: Value }>): { hidden: Value; newK: Value[]; newV: Value[] } {
+  const { op, c } = m
+  const eps = { epsilon: c.rmsNormEps }
+  let x = op.Gather(param(m, 'model.embed_tokens.weight'), m.ids) // (B, T, C)
+  const mask = selfMask(m)
+  const newK: Value[] = []
+  const newV: Value[] = []
+  for (let l = 0; l < c.numLayers; l++) {
+    x = op.scope(`layer${l}`, () => {
+      const p = `model.layers.${l}`
+      const a = attention(m, l, op.RMSNormalization(x, param(m, `${p}.input_layernorm.weight`), eps), mask, caches?.[l])
+      newK.push(a.newK)
+      newV.push(a.newV)
+      const h = op.Add(x, a.hidden)
+      return op.Add(h, mlp(m, l, op.RMSNormalization(h, param(m, `${p}.post_attention_layernorm.weight`), eps)))
+    })
+  }
+  return { hidden: op.RMSNormalization(x, param(m, 'model.norm.weight'), eps), newK, newV }
+}
+
+/** Temperature-scaled log-softmax over the vocabulary: (…, C) → (…, V). */
+function logSoftmaxScaled(m: Common, hidden: Value, invTemperature: Value): Value {
+  const { op, c } = m
+  const out = param(m, c.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight') // (V, C)
+  const logits = op.MatMul(hidden, op.Transpose(out, [1, 0])) // (…, V)
+  return op.LogSoftmax(op.Mul(logits, invTemperature), -1)
+}
+
+/**
+ * Decode: run Tq new tokens per sequence against a fixed-capacity cache of S slots (slots with
+ * cache_valid = 0 are ignored). Prefill is Tq = prompt length with an empty cache; a step is Tq = 1.
+ * Outputs the next-token log-probs at the last position (B, V) and each layer's new keys and values
+ * (B, KV, Tq, D), which the caller writes into its cache.
+ */
+export function buildDecodeGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
+  const graph = new Graph('decode')
+  const op = createBuilder(graph)
+  const m = declare(op, c, dtype, 'T')
+  const invTemperature = op.input(IO.invTemperature, dtype, [])
+  const cacheValid = op.input(IO.cacheValid, dtype, ['B', 'S'])
+  const cacheMask = op.Unsqueeze(op.Mul(op.Sub(cacheValid, 1), -MASKED), [1, 2, 3]) // (B, 1, 1, 1, S)
+  const caches = Array.from({ length: c.numLayers }, (_, l) => ({
+    kT: op.input(IO.cacheK(l), dtype, ['B', c.numKvHeads, c.headDim, 'S']),
+    v: op.input(IO.cacheV(l), dtype, ['B', c.numKvHeads, 'S', c.headDim]),
+    mask: cacheMask,
+  }))
+  const { hidden, newK, newV } = decoder(m, caches)
+  const T = op.Reshape(op.dim(hidden, 1), [1])
+  const last = op.Slice(hidden, op.Sub(T, op.ints([1])), T, [1]) // (B, 1, C)
+  op.output(op.Squeeze(logSoftmaxScaled(m, last, invTemperature), [1]), IO.logprobs) // (B, V)
+  for (let l = 0; l < c.numLayers; l++) {
+    op.output(newK[l] as Value, IO.newK(l))
+    op.output(newV[l] as Value, IO.newV(l))
+  }
+  return graph
+}
+
+/** Full forward: raw logits (B, T, V) at every position (reference checks and deployment export). */
+export function buildForwardGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
+  const graph = new Graph('forward')
+  const op = createBuilder(graph)
+  const m = declare(op, c, dtype, 'T')
+  const { hidden } = decoder(m)
+  const out = param(m, c.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight') // (V, C)
+  op.output(op.MatMul(hidden, op.Transpose(out, [1, 0])), IO.logits)
+  return graph
+}
+
+export interface TokenScores {
+  /** log π(targets[b, t] | ids[b, ≤ t]) under temperature-scaled logits. (B, T) */
+  logp: Value
+  /** Entropy of the temperature-scaled next-token distribution at each position. (B, T) */
+  entropy: Value
+}
+
+/** The shared body of score and train graphs: per-token log-probs of `targets` and entropies. */
+function scoreBody(op: Builder, c: ModelConfig, dtype: FloatType): { m: Common; scores: TokenScores } {
+  const m = declare(op, c, dtype, 'T')
+  const targets = op.input(IO.targets, 'int64', ['B', 'T'])
+  const invTemperature = op.input(IO.invTemperature, dtype, [])
+  const { hidden } = decoder(m)
+  const logprobs = logSoftmaxScaled(m, hidden, invTemperature) // (B, T, V)
+  const logp = op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(targets, [-1]), 2), [-1])
+  const entropy = op.Neg(op.ReduceSum(op.Mul(op.Exp(logprobs), logprobs), [-1], { keepdims: 0 }))
+  return { m, scores: { logp, entropy } }
+}
+
+/** Score: per-token log-probs and entropies of given tokens under given contexts; logits stay inside. */
+export function buildScoreGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
+  const graph = new Graph('score')
+  const op = createBuilder(graph)
+  const { scores } = scoreBody(op, c, dtype)
+  op.output(scores.logp, IO.tokenLogprobs)
+  op.output(scores.entropy, IO.entropy)
+  return graph
+}
+
+/** Builds the loss from the in-graph scores; may declare its own per-token inputs with `op.input`. */
+export type LossBuilder = (op: Builder, scores: TokenScores, dtype: FloatType) => { loss: Value; extra?: Record<string, Value> }
+
+/**
+ * Train: one run returns the loss, the per-token log-probs, the entropies, any extra outputs of the loss
+ * builder (diagnostics) and `<parameter>_grad` for every parameter.
+ */
+export function buildTrainGraph(c: ModelConfig, lossBuilder: LossBuilder, dtype: FloatType = 'float32'): Graph {
+  const graph = new Graph('train')
+  const op = createBuilder(graph)
+  const { m, scores } = scoreBody(op, c, dtype)
+  const { loss, extra } = lossBuilder(op, scores, dtype)
+  op.output(loss, IO.loss)
+  op.output(scores.logp, IO.tokenLogprobs)
+  op.output(scores.entropy, IO.entropy)
+  for (const [name, value] of Object.entries(extra ?? {})) op.output(value, name)
+  gradients(op, loss, [...m.params.values()])
+  return graph
+}

@@ -1,0 +1,161 @@
+import { encodeModel, type Engine, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
+import type { ModelConfig } from './config.ts'
+import { buildDecodeGraph, buildForwardGraph, buildScoreGraph, buildTrainGraph, type FloatType, IO, type LossBuilder } from './model.ts'
+import { parameterSpecs } from './parameters.ts'
+import { ropeTables } from './rope.ts'
+
+/** One scored sequence: the response's tokens are scored given the context before them. */
+export interface ScoreItem {
+  context: readonly number[]
+  response: readonly number[]
+}
+
+export interface ScoredItem {
+  /** log π(response[i] | context, response[<i]), one per response token. */
+  logprobs: Float64Array
+  entropy: Float64Array
+}
+
+/** A right-padded batch of (context + response) sequences, targets shifted by one. */
+export interface TokenBatch {
+  B: number
+  T: number
+  feeds: Feeds
+  /** 1 where the target is a response token, else 0. (B, T) */
+  responseMask: Float64Array
+  /** Position of each item's first response target (= context length − 1). */
+  offsets: number[]
+  lengths: number[]
+}
+
+/**
+ * A policy model over an engine: weights (Hugging Face names, float32 in memory), the rotary tables, and the
+ * three graph kinds loaded on demand. Runs on whatever thread owns the engine.
+ */
+export class PolicyModel {
+  readonly config: ModelConfig
+  readonly dtype: FloatType
+  weights: Map<string, Float32Array>
+  readonly #engine: Engine
+  readonly #rope: { cos: TensorData; sin: TensorData }
+  #decode?: Promise<ModelHandle>
+  #score?: Promise<ModelHandle>
+  #forward?: Promise<ModelHandle>
+
+  constructor(engine: Engine, config: ModelConfig, weights: Map<string, Float32Array>, options: { dtype?: FloatType } = {}) {
+    this.#engine = engine
+    this.config = config
+    this.dtype = options.dtype ?? 'float32'
+    this.weights = weights
+    const { cos, sin } = ropeTables(config, config.maxPositions)
+    this.#rope = {
+      cos: this.#float([config.maxPositions, config.headDim], cos),
+      sin: this.#float([config.maxPositions, config.headDim], sin),
+    }
+  }
+
+  get engine(): Engine {
+    return this.#engine
+  }
+
+  /** Feeds for every weight and the rotary tables. */
+  baseFeeds(): Feeds {
+    const feeds: Feeds = { [IO.ropeCos]: this.#rope.cos, [IO.ropeSin]: this.#rope.sin }
+    for (const spec of parameterSpecs(this.config)) {
+      const w = this.weights.get(spec.name)
+      if (!w) throw new Error(`weight ${spec.name} is missing`)
+      feeds[spec.name] = this.#float(spec.shape, w)
+    }
+    return feeds
+  }
+
+  decodeModel(): Promise<ModelHandle> {
+    this.#decode ??= this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype)))
+    return this.#decode
+  }
+
+  scoreModel(): Promise<ModelHandle> {
+    this.#score ??= this.#engine.load(encodeModel(buildScoreGraph(this.config, this.dtype)))
+    return this.#score
+  }
+
+  forwardModel(): Promise<ModelHandle> {
+    this.#forward ??= this.#engine.load(encodeModel(buildForwardGraph(this.config, this.dtype)))
+    return this.#forward
+  }
+
+  /** Raw logits (length × V, row-major) of each sequence, from one full forward pass. */
+  async logits(sequences: readonly (readonly number[])[]): Promise<Float64Array[]> {
+    const batch = this.tokenBatch(
+      sequences.map((s) => ({ context: s, response: [] })),
+      1,
+    )
+    const out = await this.#engine.run(await this.forwardModel(), batch.feeds)
+    const logits = out[IO.logits]?.data as Float32Array | Float64Array
+    const V = this.config.vocabSize
+    return sequences.map((s, b) => Float64Array.from(logits.subarray(b * batch.T * V, (b * batch.T + s.length) * V)))
+  }
+
+  /** Loads a train graph for `lossBuilder` (the caller keeps the handle: one per loss form). */
+  loadTrainModel(lossBuilder: LossBuilder): Promise<ModelHandle> {
+    return this.#engine.load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype)))
+  }
+
+  /** Packs items into one right-padded batch with shifted targets. */
+  tokenBatch(items: readonly ScoreItem[], temperature: number): TokenBatch {
+    const B = items.length
+    const lengths = items.map((it) => it.context.length + it.response.length)
+    const T = Math.max(1, ...lengths)
+    if (T > this.config.maxPositions) throw new RangeError(`sequence of ${T} tokens exceeds ${this.config.maxPositions} positions`)
+    const ids = new BigInt64Array(B * T)
+    const targets = new BigInt64Array(B * T)
+    const positions = new BigInt64Array(B * T)
+    const valid = new Float64Array(B * T)
+    const responseMask = new Float64Array(B * T)
+    const offsets: number[] = []
+    items.forEach((item, b) => {
+      if (item.context.length === 0) throw new RangeError(`item ${b}: the context must hold at least one token`)
+      const seq = [...item.context, ...item.response]
+      for (let t = 0; t < seq.length; t++) {
+        ids[b * T + t] = BigInt(seq[t] as number)
+        positions[b * T + t] = BigInt(t)
+        valid[b * T + t] = 1
+        if (t + 1 < seq.length) targets[b * T + t] = BigInt(seq[t + 1] as number)
+        if (t + 1 >= item.context.length && t + 1 < seq.length) responseMask[b * T + t] = 1
+      }
+      offsets.push(item.context.length - 1)
+    })
+    const feeds: Feeds = {
+      ...this.baseFeeds(),
+      [IO.ids]: tensor('int64', [B, T], ids),
+      [IO.targets]: tensor('int64', [B, T], targets),
+      [IO.positions]: tensor('int64', [B, T], positions),
+      [IO.valid]: this.#float([B, T], valid),
+      [IO.invTemperature]: this.#float([], [1 / temperature]),
+    }
+    return { B, T, feeds, responseMask, offsets, lengths }
+  }
+
+  /** Per-token log-probs and entropies of each item's response tokens, at `temperature`. */
+  async score(items: readonly ScoreItem[], temperature = 1): Promise<ScoredItem[]> {
+    const batch = this.tokenBatch(items, temperature)
+    const out = await this.#engine.run(await this.scoreModel(), batch.feeds)
+    const logp = out[IO.tokenLogprobs]?.data as Float32Array | Float64Array
+    const entropy = out[IO.entropy]?.data as Float32Array | Float64Array
+    return items.map((item, b) => {
+      const from = b * batch.T + (batch.offsets[b] as number)
+      const n = item.response.length
+      return { logprobs: Float64Array.from(logp.subarray(from, from + n)), entropy: Float64Array.from(entropy.subarray(from, from + n)) }
+    })
+  }
+
+  /** A float tensor in the model's dtype. */
+  float(dims: readonly number[], values: ArrayLike<number>): TensorData {
+    return this.#float(dims, values)
+  }
+
+  #float(dims: readonly number[], values: ArrayLike<number>): TensorData {
+    if (this.dtype === 'float64') return tensor('float64', dims, values instanceof Float64Array ? values : Float64Array.from(values))
+    return tensor('float32', dims, values instanceof Float32Array ? values : Float32Array.from(values))
+  }
+}

@@ -4,6 +4,7 @@ import { type ConformanceOptions, describeEnvConformance } from './envs.case.ts'
 const OPTIONS: Record<keyof typeof ENVS, ConformanceOptions> = {
   sokoban: { expertSample: 25, expertMinRate: 1, randomSample: 200 },
   ezpoints: { expertSample: 25, expertMinRate: 1, randomSample: 200 },
+  household: { expertSample: 30, expertMinRate: 1, randomSample: 100 },
 }
 
 for (const [name, env] of Object.entries(ENVS)) describeEnvConformance(env, OPTIONS[name as keyof typeof ENVS])

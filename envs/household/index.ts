@@ -238,7 +238,7 @@ function expert(d: HouseholdData, s: HouseState): string {
   }
   const held = s.holding >= 0 ? (objects[s.holding] as (typeof objects)[number]) : null
   if (held && held.type !== task.object)
-    return reach(s.at >= 0 ? s.at : 0, `move ${held.id} to ${receptacles[s.at >= 0 ? s.at : 0]?.id}`)
+    return reach(Math.max(s.at, 0), `move ${held.id} to ${receptacles[Math.max(s.at, 0)]?.id}`)
   if (task.family === 'look_at_obj_in_light') {
     if (held) {
       const lamp = objects.findIndex((o) => o.type === task.target)

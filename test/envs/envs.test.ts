@@ -5,6 +5,7 @@ const OPTIONS: Record<keyof typeof ENVS, ConformanceOptions> = {
   sokoban: { expertSample: 25, expertMinRate: 1, randomSample: 200 },
   ezpoints: { expertSample: 25, expertMinRate: 1, randomSample: 200 },
   household: { expertSample: 30, expertMinRate: 1, randomSample: 100 },
+  shop: { expertSample: 20, expertMinRate: 0.99, randomSample: 100 },
 }
 
 for (const [name, env] of Object.entries(ENVS)) describeEnvConformance(env, OPTIONS[name as keyof typeof ENVS])

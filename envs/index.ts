@@ -1,11 +1,12 @@
 // The closed table of environments (DESIGN.md section 7). Adding one means adding a row here, nothing else.
 import { ezpoints } from './ezpoints/index.ts'
 import { household } from './household/index.ts'
+import { searchqa } from './searchqa/index.ts'
 import { shop } from './shop/index.ts'
 import { sokoban } from './sokoban/index.ts'
 import type { Env } from './types.ts'
 
-export const ENVS = { sokoban, ezpoints, household, shop } as const satisfies Record<string, Env>
+export const ENVS = { sokoban, ezpoints, household, shop, searchqa } as const satisfies Record<string, Env>
 export type EnvName = keyof typeof ENVS
 export const ENV_NAMES = Object.keys(ENVS) as EnvName[]
 

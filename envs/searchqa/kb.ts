@@ -119,6 +119,30 @@ export interface KnowledgeBase {
 
 const COUNTS: Record<Kind, number> = { country: 24, city: 96, person: 320, company: 80, book: 160, film: 100 }
 
+function passageOf(e: Entity, name: (id: number | undefined) => string): Passage {
+  const f = e.facts
+  switch (e.kind) {
+    case 'country':
+      return { title: e.name, text: `${e.name} is a country. Its capital is ${name(f.capital)}.` }
+    case 'city':
+      return { title: e.name, text: `${e.name} is a city in ${name(f.located_in)}.` }
+    case 'company':
+      return {
+        title: e.name,
+        text: `${e.name} is a company founded by ${name(f.founded_by)}. It is headquartered in ${name(f.headquartered_in)}.`,
+      }
+    case 'person':
+      return {
+        title: e.name,
+        text: `${e.name} is ${/^[aeiou]/.test(e.occupation ?? '') ? 'an' : 'a'} ${e.occupation} who was born in ${name(f.born_in)}. ${e.name} works for ${name(f.works_for)}.`,
+      }
+    case 'book':
+      return { title: e.name, text: `${e.name} is a novel written by ${name(f.written_by)}.` }
+    case 'film':
+      return { title: e.name, text: `${e.name} is a film directed by ${name(f.directed_by)}.` }
+  }
+}
+
 let cached: KnowledgeBase | null = null
 
 export function knowledgeBase(): KnowledgeBase {
@@ -165,29 +189,7 @@ export function knowledgeBase(): KnowledgeBase {
     f.facts.directed_by = pick(rng, byKind.person).id
   }
   const name = (id: number | undefined) => (id === undefined ? '' : (entities[id] as Entity).name)
-  const passages = entities.map((e): Passage => {
-    const f = e.facts
-    switch (e.kind) {
-      case 'country':
-        return { title: e.name, text: `${e.name} is a country. Its capital is ${name(f.capital)}.` }
-      case 'city':
-        return { title: e.name, text: `${e.name} is a city in ${name(f.located_in)}.` }
-      case 'company':
-        return {
-          title: e.name,
-          text: `${e.name} is a company founded by ${name(f.founded_by)}. It is headquartered in ${name(f.headquartered_in)}.`,
-        }
-      case 'person':
-        return {
-          title: e.name,
-          text: `${e.name} is ${/^[aeiou]/.test(e.occupation ?? '') ? 'an' : 'a'} ${e.occupation} who was born in ${name(f.born_in)}. ${e.name} works for ${name(f.works_for)}.`,
-        }
-      case 'book':
-        return { title: e.name, text: `${e.name} is a novel written by ${name(f.written_by)}.` }
-      case 'film':
-        return { title: e.name, text: `${e.name} is a film directed by ${name(f.directed_by)}.` }
-    }
-  })
+  const passages = entities.map((e) => passageOf(e, name))
   cached = { entities, passages, byKind }
   return cached
 }

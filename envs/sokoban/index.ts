@@ -60,7 +60,8 @@ export function generateSokoban(ref: TaskRef): SokobanTask {
   }
 }
 
-export function renderRoom(task: SokobanTask, state: SokobanState, separator = '\t'): string {
+/** RAGEN / verl-agent text rendering: each cell is ` c \t`, rows end with a newline. */
+export function renderRoom(task: SokobanTask, state: SokobanState): string {
   const rows: string[] = []
   for (let r = 0; r < DIM; r++) {
     const cells: string[] = []
@@ -72,7 +73,7 @@ export function renderRoom(task: SokobanTask, state: SokobanState, separator = '
       else if (task.room.structure[i] === WALL) cells.push(SYMBOLS.wall)
       else cells.push(onTarget ? SYMBOLS.target : SYMBOLS.floor)
     }
-    rows.push(cells.join(separator))
+    rows.push(cells.map((c) => ` ${c} \t`).join(''))
   }
   return rows.join('\n')
 }
@@ -130,7 +131,7 @@ function render(view: Parameters<EnvSpec<SokobanTask, SokobanState>['render']>[0
     return [
       'Sokoban. Your goal is to push the box X onto the target O (# wall, _ floor, P you, √ box on target, S you on target).',
       `${past}Step ${stepCount + 1}:`,
-      observation.replaceAll('\t', ''),
+      observation.replace(/ (\S) \t/g, '$1'),
       `Now it's your turn: up, down, left or right. ${THINK_ACTION_INSTRUCTION_COMPACT}`,
     ].join('\n')
   }
@@ -167,7 +168,7 @@ function render(view: Parameters<EnvSpec<SokobanTask, SokobanState>['render']>[0
 
 /** Cells of a rendered grid (tab- or un-separated rows), as the analyzer could read them. */
 function parseGrid(text: string): string[][] {
-  return text.split('\n').map((row) => (row.includes('\t') ? row.split('\t') : [...row]))
+  return text.split('\n').map((row) => (row.includes('\t') ? row.split('\t').map((c) => c.trim()) : [...row]))
 }
 
 /** Whether the grid shows the box in a corner formed by two walls, away from any target. */

@@ -49,12 +49,26 @@ export function seeList(ids: string[]): string {
     .join(', ')}, and a ${ids[ids.length - 1]}.`
 }
 
+const middleOfRoom = (d: HouseholdData | HouseholdTask): string => {
+  const task = 'task' in d ? d.task : d
+  return `You are in the middle of a room. Looking quickly around you, you see ${seeList(task.layout.receptacles.map((r) => r.id))}`
+}
+
+/** ALFWorld's examineObject feedback: the object's state words, or the default sentence. */
+function examineObject(s: HouseState, o: number, id: string, lamp: boolean): string {
+  if (lamp) return `This ${id} is ${s.lit[o] ? 'on' : 'off'}.`
+  if (s.clean[o] && s.hot[o]) return `This is a hot and clean ${id}.`
+  if (s.clean[o] && s.cool[o]) return `This is a cool and clean ${id}.`
+  if (s.hot[o]) return `This is a hot ${id}.`
+  if (s.clean[o]) return `This is a clean ${id}.`
+  if (s.cool[o]) return `This is a cold ${id}.`
+  return `There's nothing special about ${id}.`
+}
+
 function prepare(task: HouseholdTask): HouseholdData {
   const receptacleIndex = new Map(task.layout.receptacles.map((r, i) => [r.id, i]))
   const objectIndex = new Map(task.layout.objects.map((o, i) => [o.id, i]))
-  const intro =
-    '-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see ' +
-    `${seeList(task.layout.receptacles.map((r) => r.id))}\n\nYour task is to: ${task.text}`
+  const intro = `-= Welcome to TextWorld, ALFRED! =-\n\n${middleOfRoom(task)}\n\nYour task is to: ${task.text}`
   return { task, receptacleIndex, objectIndex, intro }
 }
 
@@ -166,8 +180,9 @@ function act(d: HouseholdData, s: HouseState, command: string): string {
     const m = use
     const o = O.get(m[1] as string)
     if (o === undefined || !objects[o]?.lamp || s.loc[o] !== s.at) return NOTHING_HAPPENS
-    s.lit[o] = 1
-    return `You turn on the ${m[1]}.`
+    // ALFWorld's toggle: "use" switches the lamp; the look task is won while it is on.
+    s.lit[o] = s.lit[o] ? 0 : 1
+    return s.lit[o] ? `You turn on the ${m[1]}.` : `You turn off the ${m[1]}.`
   }
   const exam = /^examine (.+)$/.exec(command)
   if (exam) {
@@ -177,13 +192,13 @@ function act(d: HouseholdData, s: HouseState, command: string): string {
     const o = O.get(m[1] as string)
     if (o === undefined) return NOTHING_HAPPENS
     const visible = s.loc[o] === HELD || (s.at >= 0 && s.loc[o] === s.at && accessible(d, s, s.at))
-    return visible ? `There's nothing special about ${m[1]}.` : NOTHING_HAPPENS
+    return visible ? examineObject(s, o, m[1] as string, objects[o]?.lamp === true) : NOTHING_HAPPENS
   }
   if (command === 'inventory') {
     return s.holding >= 0 ? `You are carrying: a ${objects[s.holding]?.id}.` : 'You are not carrying anything.'
   }
   if (command === 'look') {
-    if (s.at === MIDDLE) return 'You are in the middle of a room. Looking quickly around you, you see nothing.'
+    if (s.at === MIDDLE) return middleOfRoom(d)
     return `You are facing the ${receptacles[s.at]?.id}. Next to it, you see nothing.`
   }
   return NOTHING_HAPPENS

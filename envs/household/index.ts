@@ -121,51 +121,46 @@ function act(d: HouseholdData, s: HouseState, command: string): string {
   const receptacles = d.task.layout.receptacles
   const go = /^go to (.+)$/.exec(command)
   if (go) {
-    const m = go
-    const r = R.get(m[1] as string)
+    const r = R.get(go[1] as string)
     if (r === undefined || r === s.at) return NOTHING_HAPPENS
     s.at = r
-    return `You arrive at ${m[1]}. ${describe(d, s, r)}`
+    return `You arrive at ${go[1]}. ${describe(d, s, r)}`
   }
   const door = /^(open|close) (.+)$/.exec(command)
   if (door) {
-    const m = door
-    const r = R.get(m[2] as string)
+    const r = R.get(door[2] as string)
     if (r === undefined || r !== s.at || !isOpenable(receptacles[r] as (typeof receptacles)[number]))
       return NOTHING_HAPPENS
-    const opening = m[1] === 'open'
+    const opening = door[1] === 'open'
     if (s.open[r] === opening) return NOTHING_HAPPENS
     s.open[r] = opening
-    return opening ? `You open the ${m[2]}. ${describe(d, s, r)}` : `You close the ${m[2]}.`
+    return opening ? `You open the ${door[2]}. ${describe(d, s, r)}` : `You close the ${door[2]}.`
   }
   const take = /^take (.+) from (.+)$/.exec(command)
   if (take) {
-    const m = take
-    const o = O.get(m[1] as string)
-    const r = R.get(m[2] as string)
+    const o = O.get(take[1] as string)
+    const r = R.get(take[2] as string)
     if (o === undefined || r === undefined || r !== s.at || s.holding >= 0) return NOTHING_HAPPENS
     if (s.loc[o] !== r || !accessible(d, s, r) || objects[o]?.lamp) return NOTHING_HAPPENS
     s.loc[o] = HELD
     s.holding = o
-    return `You pick up the ${m[1]} from the ${m[2]}.`
+    return `You pick up the ${take[1]} from the ${take[2]}.`
   }
   const put = /^move (.+) to (.+)$/.exec(command)
   if (put) {
-    const m = put
-    const o = O.get(m[1] as string)
-    const r = R.get(m[2] as string)
+    const o = O.get(put[1] as string)
+    const r = R.get(put[2] as string)
     if (o === undefined || r === undefined || r !== s.at || s.holding !== o || !accessible(d, s, r))
       return NOTHING_HAPPENS
     s.loc[o] = r
     s.holding = -1
-    return `You move the ${m[1]} to the ${m[2]}.`
+    return `You move the ${put[1]} to the ${put[2]}.`
   }
   const treat = /^(heat|cool|clean) (.+) with (.+)$/.exec(command)
   if (treat) {
-    const m = treat
-    const verb = m[1] as Appliance
-    const o = O.get(m[2] as string)
-    const r = R.get(m[3] as string)
+    const verb = treat[1] as Appliance
+    const o = O.get(treat[2] as string)
+    const r = R.get(treat[3] as string)
     if (o === undefined || r === undefined || r !== s.at || s.holding !== o) return NOTHING_HAPPENS
     if (!applianceReceptacles(verb).includes((receptacles[r] as (typeof receptacles)[number]).type))
       return NOTHING_HAPPENS
@@ -173,26 +168,24 @@ function act(d: HouseholdData, s: HouseState, command: string): string {
     flags[o] = 1
     if (verb === 'heat') s.cool[o] = 0
     if (verb === 'cool') s.hot[o] = 0
-    return `You ${APPLIANCE_VERB[verb]} the ${m[2]} using the ${m[3]}.`
+    return `You ${APPLIANCE_VERB[verb]} the ${treat[2]} using the ${treat[3]}.`
   }
   const use = /^use (.+)$/.exec(command)
   if (use) {
-    const m = use
-    const o = O.get(m[1] as string)
+    const o = O.get(use[1] as string)
     if (o === undefined || !objects[o]?.lamp || s.loc[o] !== s.at) return NOTHING_HAPPENS
     // ALFWorld's toggle: "use" switches the lamp; the look task is won while it is on.
     s.lit[o] = s.lit[o] ? 0 : 1
-    return s.lit[o] ? `You turn on the ${m[1]}.` : `You turn off the ${m[1]}.`
+    return s.lit[o] ? `You turn on the ${use[1]}.` : `You turn off the ${use[1]}.`
   }
   const exam = /^examine (.+)$/.exec(command)
   if (exam) {
-    const m = exam
-    const r = R.get(m[1] as string)
+    const r = R.get(exam[1] as string)
     if (r !== undefined) return r === s.at ? describe(d, s, r) : NOTHING_HAPPENS
-    const o = O.get(m[1] as string)
+    const o = O.get(exam[1] as string)
     if (o === undefined) return NOTHING_HAPPENS
     const visible = s.loc[o] === HELD || (s.at >= 0 && s.loc[o] === s.at && accessible(d, s, s.at))
-    return visible ? examineObject(s, o, m[1] as string, objects[o]?.lamp === true) : NOTHING_HAPPENS
+    return visible ? examineObject(s, o, exam[1] as string, objects[o]?.lamp === true) : NOTHING_HAPPENS
   }
   if (command === 'inventory') {
     return s.holding >= 0 ? `You are carrying: a ${objects[s.holding]?.id}.` : 'You are not carrying anything.'

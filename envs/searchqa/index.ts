@@ -2,9 +2,9 @@
 // <answer> ends the episode, normalized exact match, 4 turns.
 import { between, defineEnv, type EnvSpec } from '../core.ts'
 import { hashString, mixSeed, mulberry32, pick, randInt } from '../rng.ts'
-import type { OracleAnalysis, ParseResult, Split, TaskRef, Trajectory } from '../types.ts'
+import type { Episode, OracleAnalysis, ParseResult, Split, StepResult, TaskRef, Trajectory } from '../types.ts'
 import { type Entity, type Kind, knowledgeBase, type Relation } from './kb.ts'
-import { formatInformation, localRetriever, TOP_K } from './retriever.ts'
+import { type AsyncRetriever, formatInformation, localRetriever, TOP_K } from './retriever.ts'
 
 export const SEARCHQA_MAX_TURNS = 4
 export const INVALID_MESSAGE =
@@ -304,3 +304,64 @@ export const SEARCHQA_SPEC: EnvSpec<SearchqaTask, SearchqaState> = {
 }
 
 export const searchqa = defineEnv(SEARCHQA_SPEC)
+
+/** An episode whose searches go to an asynchronous retriever (e.g. a Search-R1 `/retrieve` server). */
+export interface RemoteSearchqaEpisode extends Omit<Episode, 'step'> {
+  step(response: string): Promise<StepResult>
+}
+
+/**
+ * searchqa over an external retriever: the same tasks, parser, prompts and scoring, with each search's passages
+ * fetched before the step is applied. Questions about the generated KB need the local corpus to be answerable, so
+ * a real Wikipedia index pairs with questions supplied as tasks of another source (a later issue), or with the
+ * corpus served by a Search-R1 server as here.
+ */
+export function searchqaWithRetriever(
+  retriever: AsyncRetriever,
+  k = TOP_K,
+): { reset(ref: TaskRef): RemoteSearchqaEpisode } {
+  let pending: string | null = null
+  const env = defineEnv<SearchqaTask, SearchqaState>({
+    ...SEARCHQA_SPEC,
+    transition(task, state, action) {
+      const info = pending
+      pending = null
+      return applySearchqa(task, state, action, searchQuery(action) === null ? null : info)
+    },
+  })
+  return {
+    reset(ref: TaskRef): RemoteSearchqaEpisode {
+      const inner = env.reset(ref)
+      return {
+        env: inner.env,
+        task: inner.task,
+        taskText: inner.taskText,
+        get observation() {
+          return inner.observation
+        },
+        get done() {
+          return inner.done
+        },
+        get stepCount() {
+          return inner.stepCount
+        },
+        get info() {
+          return inner.info
+        },
+        admissible: () => inner.admissible(),
+        prompt: (options) => inner.prompt(options),
+        reset: () => inner.reset(),
+        randomAction: (rng) => inner.randomAction(rng),
+        expertAction: () => inner.expertAction(),
+        trajectory: () => inner.trajectory(),
+        async step(response: string): Promise<StepResult> {
+          const parsed = parseSearchqa(response)
+          const query = parsed.ok ? searchQuery(parsed.action) : null
+          // Set right before the synchronous step, so concurrent episodes cannot take each other's passages.
+          if (query !== null && !inner.done) pending = formatInformation(await retriever.retrieve(query, k))
+          return inner.step(response)
+        },
+      }
+    },
+  }
+}

@@ -11,6 +11,7 @@ import {
   QUESTION_TYPES,
   questionTypes,
   searchqa,
+  searchqaWithRetriever,
   UNSEEN_RELATIONS,
 } from '../../envs/searchqa/index.ts'
 import { formatInformation, localRetriever, searchR1Retriever } from '../../envs/searchqa/retriever.ts'
@@ -96,6 +97,22 @@ describe('searchqa', () => {
       const remote = searchR1Retriever(url)
       for (const q of ['Isda Media', 'Rospel Foods founder', 'The Glass Orchard']) {
         assert.equal(formatInformation(await remote.retrieve(q, 3)), formatInformation(localRetriever().retrieve(q, 3)))
+      }
+    })
+
+    it('plays an episode over the /retrieve server exactly as over the local corpus', async () => {
+      const remote = searchqaWithRetriever(searchR1Retriever(url))
+      for (const seed of [0, 1, 2, 3]) {
+        const ref = searchqa.task('test-unseen', seed)
+        const local = searchqa.reset(ref)
+        const ep = remote.reset(ref)
+        while (!local.done) {
+          const response = searchqa.formatResponse(local.expertAction(), '')
+          assert.equal(ep.prompt(), local.prompt())
+          assert.deepEqual(await ep.step(response), local.step(response))
+        }
+        assert.equal(ep.done, true)
+        assert.deepEqual(ep.trajectory(), local.trajectory())
       }
     })
 

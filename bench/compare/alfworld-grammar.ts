@@ -27,7 +27,7 @@ const templates = [...text.matchAll(/template :: "([^"]+)";/g)].map((m) => m[1] 
 
 const NAME = '[a-z]+ \\d+'
 const LIST = `(?:nothing|an? ${NAME}(?:, an? ${NAME})*(?:, and an? ${NAME})?)`
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /** Turns one right-hand side into a regex source: #symbols# expand, {names} and [lists] become patterns. */
 function rhsToRegex(rhs: string, depth = 0): string {
@@ -49,7 +49,7 @@ function rhsToRegex(rhs: string, depth = 0): string {
       out += rhs.slice(i, j).includes('indefinite') ? 'an?' : NAME
       i = j + 1
     } else {
-      out += escape(c)
+      out += escapeRegex(c)
       i++
     }
   }
@@ -79,7 +79,7 @@ const missing = FEEDBACK.filter((k) => !symbols.has(k))
 const commandRes = templates.map(
   (t) =>
     new RegExp(
-      `^${escape(t)
+      `^${escapeRegex(t)
         .replace(/\\\[\\\{[^\]]*\\\]/g, NAME)
         .replace(/\\\{[a-z]+\\\}/g, NAME)}$`,
     ),

@@ -36,7 +36,11 @@ export interface GenerateResult {
  * feeds one token per sequence and writes the returned keys and values into the cache in place (the cache is
  * an input that is read, never returned).
  */
-export async function generate(model: PolicyModel, prompts: readonly (readonly number[])[], options: GenerateOptions): Promise<GenerateResult> {
+export async function generate(
+  model: PolicyModel,
+  prompts: readonly (readonly number[])[],
+  options: GenerateOptions,
+): Promise<GenerateResult> {
   const started = performance.now()
   const c = model.config
   const B = prompts.length
@@ -45,7 +49,8 @@ export async function generate(model: PolicyModel, prompts: readonly (readonly n
   if (prompts.some((p) => p.length === 0)) throw new RangeError('every prompt needs at least one token')
   const P = Math.max(...prompts.map((p) => p.length))
   const S = P + options.maxNewTokens // cache slots
-  if (S > c.maxPositions) throw new RangeError(`prompt ${P} + ${options.maxNewTokens} new tokens exceed ${c.maxPositions} positions`)
+  if (S > c.maxPositions)
+    throw new RangeError(`prompt ${P} + ${options.maxNewTokens} new tokens exceed ${c.maxPositions} positions`)
   const KV = c.numKvHeads
   const D = c.headDim
   const handle = await model.decodeModel()
@@ -69,7 +74,13 @@ export async function generate(model: PolicyModel, prompts: readonly (readonly n
       valid[b * P + pad + i] = 1
     })
   })
-  const run = async (tq: number, stepIds: BigInt64Array, stepPositions: BigInt64Array, stepValid: Float64Array, slot: number) => {
+  const run = async (
+    tq: number,
+    stepIds: BigInt64Array,
+    stepPositions: BigInt64Array,
+    stepValid: Float64Array,
+    slot: number,
+  ) => {
     const feeds: Feeds = {
       ...base,
       [IO.ids]: tensor('int64', [B, tq], stepIds),
@@ -97,7 +108,8 @@ export async function generate(model: PolicyModel, prompts: readonly (readonly n
         }
       }
     }
-    for (let b = 0; b < B; b++) for (let t = 0; t < tq; t++) cacheValid[b * S + slot + t] = stepValid[b * tq + t] as number
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t < tq; t++) cacheValid[b * S + slot + t] = stepValid[b * tq + t] as number
     return out[IO.logprobs]?.data as Float32Array // (B, V)
   }
 
@@ -113,7 +125,9 @@ export async function generate(model: PolicyModel, prompts: readonly (readonly n
     for (let b = 0; b < B; b++) {
       if (!active[b]) continue
       const row = logprobs.subarray(b * V, (b + 1) * V)
-      const choice = options.greedy ? argmax(row) : sampleFromLogprobs(row, options.topP ?? 1, options.rngs[b] as UniformSource)
+      const choice = options.greedy
+        ? argmax(row)
+        : sampleFromLogprobs(row, options.topP ?? 1, options.rngs[b] as UniformSource)
       const seq = sequences[b] as Generation
       seq.tokens.push(choice.token)
       seq.logprobs.push(choice.logprob)

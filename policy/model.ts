@@ -109,7 +109,10 @@ function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCac
   const p = `model.layers.${l}.self_attn`
   const G = c.numHeads / c.numKvHeads
   const D = c.headDim
-  const q = op.Transpose(op.Reshape(linear(m, x, `${p}.q_proj`, c.qkvBias), [0, 0, c.numKvHeads, G, D]), [0, 2, 3, 1, 4])
+  const q = op.Transpose(
+    op.Reshape(linear(m, x, `${p}.q_proj`, c.qkvBias), [0, 0, c.numKvHeads, G, D]),
+    [0, 2, 3, 1, 4],
+  )
   const qr = rotary(m, q, op.Unsqueeze(m.cos, [1]), op.Unsqueeze(m.sin, [1])) // (B, KV, G, T, D)
   const k = op.Transpose(op.Reshape(linear(m, x, `${p}.k_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
   const kr = rotary(m, k, m.cos, m.sin) // (B, KV, T, D)
@@ -142,7 +145,10 @@ function mlp(m: Common, l: number, x: Value): Value {
 }
 
 /** The decoder stack: (B, T) ids → (B, T, C) final-normed hidden states, plus each layer's new K and V. */
-function decoder(m: Common, caches?: Array<LayerCache & { mask: Value }>): { hidden: Value; newK: Value[]; newV: Value[] } {
+function decoder(
+  m: Common,
+  caches?: Array<LayerCache & { mask: Value }>,
+): { hidden: Value; newK: Value[]; newV: Value[] } {
   const { op, c } = m
   const eps = { epsilon: c.rmsNormEps }
   let x = op.Gather(param(m, 'model.embed_tokens.weight'), m.ids) // (B, T, C)
@@ -240,7 +246,11 @@ export function buildScoreGraph(c: ModelConfig, dtype: FloatType = 'float32'): G
 }
 
 /** Builds the loss from the in-graph scores; may declare its own per-token inputs with `op.input`. */
-export type LossBuilder = (op: Builder, scores: TokenScores, dtype: FloatType) => { loss: Value; extra?: Record<string, Value> }
+export type LossBuilder = (
+  op: Builder,
+  scores: TokenScores,
+  dtype: FloatType,
+) => { loss: Value; extra?: Record<string, Value> }
 
 /**
  * Train: one run returns the loss, the per-token log-probs, the entropies, any extra outputs of the loss

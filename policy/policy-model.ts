@@ -1,6 +1,14 @@
-import { encodeModel, type Engine, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
+import { type Engine, encodeModel, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
-import { buildDecodeGraph, buildForwardGraph, buildScoreGraph, buildTrainGraph, type FloatType, IO, type LossBuilder } from './model.ts'
+import {
+  buildDecodeGraph,
+  buildForwardGraph,
+  buildScoreGraph,
+  buildTrainGraph,
+  type FloatType,
+  IO,
+  type LossBuilder,
+} from './model.ts'
 import { parameterSpecs } from './parameters.ts'
 import { ropeTables } from './rope.ts'
 
@@ -42,7 +50,12 @@ export class PolicyModel {
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
 
-  constructor(engine: Engine, config: ModelConfig, weights: Map<string, Float32Array>, options: { dtype?: FloatType } = {}) {
+  constructor(
+    engine: Engine,
+    config: ModelConfig,
+    weights: Map<string, Float32Array>,
+    options: { dtype?: FloatType } = {},
+  ) {
     this.#engine = engine
     this.config = config
     this.dtype = options.dtype ?? 'float32'
@@ -106,7 +119,8 @@ export class PolicyModel {
     const B = items.length
     const lengths = items.map((it) => it.context.length + it.response.length)
     const T = Math.max(1, ...lengths)
-    if (T > this.config.maxPositions) throw new RangeError(`sequence of ${T} tokens exceeds ${this.config.maxPositions} positions`)
+    if (T > this.config.maxPositions)
+      throw new RangeError(`sequence of ${T} tokens exceeds ${this.config.maxPositions} positions`)
     const ids = new BigInt64Array(B * T)
     const targets = new BigInt64Array(B * T)
     const positions = new BigInt64Array(B * T)
@@ -145,7 +159,10 @@ export class PolicyModel {
     return items.map((item, b) => {
       const from = b * batch.T + (batch.offsets[b] as number)
       const n = item.response.length
-      return { logprobs: Float64Array.from(logp.subarray(from, from + n)), entropy: Float64Array.from(entropy.subarray(from, from + n)) }
+      return {
+        logprobs: Float64Array.from(logp.subarray(from, from + n)),
+        entropy: Float64Array.from(entropy.subarray(from, from + n)),
+      }
     })
   }
 
@@ -155,7 +172,8 @@ export class PolicyModel {
   }
 
   #float(dims: readonly number[], values: ArrayLike<number>): TensorData {
-    if (this.dtype === 'float64') return tensor('float64', dims, values instanceof Float64Array ? values : Float64Array.from(values))
+    if (this.dtype === 'float64')
+      return tensor('float64', dims, values instanceof Float64Array ? values : Float64Array.from(values))
     return tensor('float32', dims, values instanceof Float32Array ? values : Float32Array.from(values))
   }
 }

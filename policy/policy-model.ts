@@ -103,7 +103,8 @@ export class PolicyModel {
       sequences.map((s) => ({ context: s, response: [] })),
       1,
     )
-    const out = await this.#engine.run(await this.forwardModel(), batch.feeds)
+    const { [IO.targets]: _targets, [IO.invTemperature]: _inv, ...feeds } = batch.feeds
+    const out = await this.#engine.run(await this.forwardModel(), feeds)
     const logits = out[IO.logits]?.data as Float32Array | Float64Array
     const V = this.config.vocabSize
     return sequences.map((s, b) => Float64Array.from(logits.subarray(b * batch.T * V, (b * batch.T + s.length) * V)))

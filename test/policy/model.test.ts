@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict'
+import { after, describe, it } from 'node:test'
+import { createLocalEngine, type Value } from '../../engine/index.ts'
+import { mulberry32 } from '../../envs/rng.ts'
+import { type ModelConfig, PRESETS } from '../../policy/config.ts'
+import { generate } from '../../policy/generate.ts'
+import { initWeights } from '../../policy/init.ts'
+import { IO } from '../../policy/model.ts'
+import { PolicyModel } from '../../policy/policy-model.ts'
+
+export const SMALL: ModelConfig = {
+  ...PRESETS.tiny,
+  vocabSize: 61,
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 8,
+  maxPositions: 64,
+}
+
+const PROMPTS = [
+  [5, 9, 11, 3, 7, 2, 8],
+  [4, 4],
+  [17, 30, 1, 9],
+] // ragged
+
+function logSoftmax(row: Float64Array): Float64Array {
+  const max = Math.max(...row)
+  const lse = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0))
+  return row.map((x) => x - lse)
+}
+
+describe('policy model graphs', () => {
+  const engine = createLocalEngine({ threads: 1 })
+  after(() => engine.close())
+  const weights = initWeights(SMALL, mulberry32(5), 0.3) // large init: peaked, position-sensitive distributions
+
+  it('decodes with the KV cache exactly as a full forward pass over the same tokens (ragged prompts)', async (t) => {
+    const model = new PolicyModel(engine, SMALL, weights)
+    const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
+    // record the decode graph's distribution at every step by sampling with temperature 1
+    const steps: Float64Array[][] = PROMPTS.map(() => [])
+    const handle = await model.decodeModel()
+    const run = engine.run.bind(engine)
+    engine.run = async (h, feeds, options) => {
+      const out = await run(h, feeds, options)
+      if (h === handle) {
+        const lp = out[IO.logprobs]?.data as Float32Array
+        PROMPTS.forEach((_, b) =>
+          steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize))),
+        )
+      }
+      return out
+    }
+    const result = await generate(model, PROMPTS, { maxNewTokens: 12, temperature: 1, eosIds: [], rngs })
+    engine.run = run
+    const full = await model.logits(PROMPTS.map((p, b) => [...p, ...(result.sequences[b]?.tokens ?? [])]))
+    let worst = 0
+    PROMPTS.forEach((prompt, b) => {
+      const seq = result.sequences[b]
+      assert.equal(seq?.tokens.length, 12)
+      for (let s = 0; s < 12; s++) {
+        const position = prompt.length - 1 + s
+        const reference = logSoftmax(
+          (full[b] as Float64Array).subarray(position * SMALL.vocabSize, (position + 1) * SMALL.vocabSize),
+        )
+        const cached = steps[b]?.[s] as Float64Array
+        for (let v = 0; v < SMALL.vocabSize; v++)
+          worst = Math.max(worst, Math.abs((reference[v] as number) - (cached[v] as number)))
+      }
+    })
+    t.diagnostic(`max |KV-cache − full forward| log-prob difference ${worst.toExponential(2)}`)
+    assert.ok(worst <= 1e-4, `max |KV-cache − full forward| log-prob difference ${worst}`)
+  })
+
+  it('gives the same token log-probs in the sampler, the score graph and the train graph (PPO ratio exactly 1)', async (t) => {
+    const model = new PolicyModel(engine, SMALL, weights)
+    const temperature = 0.7
+    const rngs = PROMPTS.map((_, i) => mulberry32(7 + i))
+    const { sequences } = await generate(model, PROMPTS, { maxNewTokens: 10, temperature, topP: 0.9, eosIds: [], rngs })
+    const items = PROMPTS.map((context, b) => ({ context, response: sequences[b]?.tokens ?? [] }))
+    const scored = await model.score(items, temperature)
+    const train = await model.loadTrainModel((op, scores) => {
+      const mask = op.input('mask', 'float32', ['B', 'T'])
+      return { loss: op.Neg(op.ReduceSum(op.Mul(scores.logp, mask), undefined, { keepdims: 0 })) as Value }
+    })
+    const batch = model.tokenBatch(items, temperature)
+    const out = await engine.run(train, { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) })
+    const trainLogp = out[IO.tokenLogprobs]?.data as Float32Array
+    let worst = 0
+    items.forEach((item, b) => {
+      item.response.forEach((_, i) => {
+        const sampled = sequences[b]?.logprobs[i] as number
+        const score = scored[b]?.logprobs[i] as number
+        const trained = trainLogp[b * batch.T + (batch.offsets[b] as number) + i] as number
+        worst = Math.max(worst, Math.abs(sampled - score), Math.abs(sampled - trained))
+      })
+    })
+    t.diagnostic(`max log-prob disagreement sampler/score/train ${worst.toExponential(2)}`)
+    assert.ok(worst <= 1e-5, `max log-prob disagreement ${worst}`)
+  })
+
+  it('samples reproducibly: the same seeds give the same tokens', async () => {
+    const model = new PolicyModel(engine, SMALL, weights)
+    const draw = async () =>
+      (
+        await generate(model, PROMPTS, {
+          maxNewTokens: 8,
+          temperature: 1,
+          eosIds: [],
+          rngs: PROMPTS.map((_, i) => mulberry32(i)),
+        })
+      ).sequences.map((s) => s.tokens)
+    assert.deepEqual(await draw(), await draw())
+  })
+
+  it('stops at an end-of-sequence token and at a stop string', async () => {
+    const model = new PolicyModel(engine, SMALL, weights)
+    const rngs = PROMPTS.map((_, i) => mulberry32(i))
+    const free = await generate(model, PROMPTS, { maxNewTokens: 8, temperature: 1, eosIds: [], rngs })
+    const first = free.sequences[0]?.tokens[2] as number
+    const eos = await generate(model, PROMPTS, {
+      maxNewTokens: 8,
+      temperature: 1,
+      eosIds: [first],
+      rngs: PROMPTS.map((_, i) => mulberry32(i)),
+    })
+    assert.equal(eos.sequences[0]?.finish, 'eos')
+    assert.ok((eos.sequences[0]?.tokens.length as number) <= 3)
+    const decode = (ids: readonly number[]) => ids.map((id) => String.fromCharCode(97 + (id % 26))).join('')
+    const stopText = decode(free.sequences[1]?.tokens.slice(0, 2) ?? [])
+    const stop = await generate(model, PROMPTS, {
+      maxNewTokens: 8,
+      temperature: 1,
+      eosIds: [],
+      stop: [stopText],
+      decode,
+      rngs: PROMPTS.map((_, i) => mulberry32(i)),
+    })
+    assert.equal(stop.sequences[1]?.finish, 'stop')
+    assert.equal(stop.sequences[1]?.tokens.length, 2)
+  })
+})

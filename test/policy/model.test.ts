@@ -48,9 +48,9 @@ describe('policy model graphs', () => {
       const out = await run(h, feeds, options)
       if (h === handle) {
         const lp = out[IO.logprobs]?.data as Float32Array
-        PROMPTS.forEach((_, b) =>
-          steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize))),
-        )
+        for (let b = 0; b < PROMPTS.length; b++) {
+          steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize)))
+        }
       }
       return out
     }

@@ -2,23 +2,11 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { createLocalEngine, type Value } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
-import { type ModelConfig, PRESETS } from '../../policy/config.ts'
 import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
 import { IO } from '../../policy/model.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
-
-export const SMALL: ModelConfig = {
-  ...PRESETS.tiny,
-  vocabSize: 61,
-  hiddenSize: 32,
-  intermediateSize: 48,
-  numLayers: 2,
-  numHeads: 4,
-  numKvHeads: 2,
-  headDim: 8,
-  maxPositions: 64,
-}
+import { SMALL } from './small-config.ts'
 
 const PROMPTS = [
   [5, 9, 11, 3, 7, 2, 8],

@@ -28,6 +28,11 @@ export const IR_VERSION = 11
 export interface EncodeOptions {
   /** Extra opset imports for custom domains, e.g. `{ 'com.microsoft': 1 }`. */
   domains?: Record<string, number>
+  /**
+   * Graph inputs to bake in as initializers (a standalone model for deployment): each named input leaves the
+   * input list and its tensor is stored in the model.
+   */
+  initializers?: Record<string, ConstTensor>
 }
 
 /** Serialises `graph` to ModelProto bytes; nodes that no output depends on are left out. */
@@ -42,6 +47,11 @@ export function encodeModel(graph: Graph, options: EncodeOptions = {}): Uint8Arr
       throw new GraphError(`graph ${graph.name} uses domain ${domain}: give its opset version in domains`)
     opsetImport.push(create(OperatorSetIdProtoSchema, { domain, version: BigInt(version) }))
   }
+  const baked = options.initializers ?? {}
+  for (const name of Object.keys(baked)) {
+    if (!graph.inputs.some((v) => v.name === name))
+      throw new GraphError(`initializer ${name} is not an input of graph ${graph.name}`)
+  }
   const model = create(ModelProtoSchema, {
     irVersion: BigInt(IR_VERSION),
     producerName: 'seedflow',
@@ -49,8 +59,11 @@ export function encodeModel(graph: Graph, options: EncodeOptions = {}): Uint8Arr
     graph: create(GraphProtoSchema, {
       name: graph.name,
       node: nodes.map(encodeNode),
-      input: graph.inputs.map(valueInfo),
+      input: graph.inputs.filter((v) => !(v.name in baked)).map(valueInfo),
       output: graph.outputs.map(valueInfo),
+      initializer: Object.keys(baked)
+        .sort()
+        .map((name) => encodeTensor(baked[name] as ConstTensor, name)),
     }),
   })
   return toBinary(ModelProtoSchema, model)

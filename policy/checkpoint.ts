@@ -111,3 +111,30 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 function json(value: unknown): Uint8Array {
   return Buffer.from(`${JSON.stringify(value, null, 2)}\n`, 'utf8')
 }
+
+/** AdamW state as its own safetensors file (moments named `<param>.exp_avg` / `.exp_avg_sq`, step in metadata). */
+export function encodeOptimizerState(state: {
+  step: number
+  tensors: Record<string, Float32Array | Float64Array>
+}): Uint8Array {
+  const tensors = new Map<string, RawTensor>()
+  for (const [name, t] of Object.entries(state.tensors))
+    tensors.set(name, fromFloat32(Float32Array.from(t), [t.length]))
+  return encodeSafetensors(tensors, { step: String(state.step), format: 'seedflow-adamw' })
+}
+
+export function decodeOptimizerState(
+  bytes: Uint8Array,
+  source = 'optimizer.safetensors',
+): { step: number; tensors: Record<string, Float32Array> } {
+  const file = decodeSafetensors(bytes, source)
+  const step = Number(file.metadata.step)
+  if (file.metadata.format !== 'seedflow-adamw' || !Number.isInteger(step)) {
+    throw new CheckpointError(
+      `${source}: not a seedflow AdamW state (metadata ${JSON.stringify(file.metadata)}); it is written by the update phase`,
+    )
+  }
+  const tensors: Record<string, Float32Array> = {}
+  for (const [name, t] of file.tensors) tensors[name] = toFloat32(t, name)
+  return { step, tensors }
+}

@@ -1,5 +1,6 @@
 import { Command } from 'commander'
 import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
+import { envServeCommand, parsePort } from './env-command.ts'
 import { runCommand, workerCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 
@@ -20,6 +21,16 @@ program
   .command('worker')
   .description('run the all-in-one worker (workflows and every activity) until interrupted')
   .action(workerCommand)
+
+program
+  .command('env')
+  .description('agent environments')
+  .command('serve')
+  .description('serve an environment over the AgentGym-style HTTP protocol')
+  .argument('<name>', 'sokoban, ezpoints, household, shop or searchqa')
+  .option('--port <port>', 'port (0 = any free one)', parsePort, 0)
+  .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .action(envServeCommand)
 
 program
   .command('up')

@@ -1,0 +1,24 @@
+import { InvalidArgumentError } from 'commander'
+import { serveEnv } from '../envs/http/index.ts'
+import { ENV_NAMES } from '../envs/index.ts'
+
+export function parsePort(value: string): number {
+  const port = Number(value)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`not a port number: ${value}`)
+  return port
+}
+
+/** `seedflow env serve <name>`: one of our environments over the AgentGym-style HTTP protocol, until Ctrl-C. */
+export async function envServeCommand(name: string, options: { port: number; host: string }): Promise<void> {
+  if (!(ENV_NAMES as string[]).includes(name)) {
+    throw new Error(`unknown environment ${JSON.stringify(name)}; one of: ${ENV_NAMES.join(', ')}`)
+  }
+  const served = await serveEnv(name, { port: options.port, host: options.host })
+  process.stdout.write(
+    `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close; GET /observation); Ctrl-C stops it\n`,
+  )
+  await new Promise<void>((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve)
+  })
+  await served.close()
+}

@@ -253,8 +253,9 @@ export type LossBuilder = (
 ) => { loss: Value; extra?: Record<string, Value> }
 
 /**
- * Train: one run returns the loss, the per-token log-probs, the entropies, any extra outputs of the loss
- * builder (diagnostics) and `<parameter>_grad` for every parameter.
+ * Train: one run returns the loss, the per-token log-probs, any extra outputs of the loss builder (diagnostics)
+ * and `<parameter>_grad` for every parameter. The entropy is computed only when the loss (or an extra output)
+ * uses it: encoding drops the nodes no output needs, and the (B, T, V) passes it costs are not free.
  */
 export function buildTrainGraph(c: ModelConfig, lossBuilder: LossBuilder, dtype: FloatType = 'float32'): Graph {
   const graph = new Graph('train')
@@ -263,7 +264,6 @@ export function buildTrainGraph(c: ModelConfig, lossBuilder: LossBuilder, dtype:
   const { loss, extra } = lossBuilder(op, scores, dtype)
   op.output(loss, IO.loss)
   op.output(scores.logp, IO.tokenLogprobs)
-  op.output(scores.entropy, IO.entropy)
   for (const [name, value] of Object.entries(extra ?? {})) op.output(value, name)
   gradients(op, loss, [...m.params.values()])
   return graph

@@ -1,0 +1,160 @@
+// npm run bench:engine: engine and policy-model speed on this machine, written to bench/results/engine.json.
+// Reference shape (engine notes): 4 layers, d=256, 4 heads, ff=1024, vocab 8192, batch 16 × 256.
+import { writeFile } from 'node:fs/promises'
+import { cpus } from 'node:os'
+import { AdamW, createBuilder, createLocalEngine, encodeModel, Graph, tensor, type Value } from '../engine/index.ts'
+import { mulberry32 } from '../envs/rng.ts'
+import { type ModelConfig, PRESETS } from '../policy/config.ts'
+import { generate } from '../policy/generate.ts'
+import { initWeights } from '../policy/init.ts'
+import { parameterCount } from '../policy/parameters.ts'
+import { PolicyModel } from '../policy/policy-model.ts'
+import { trainStep } from '../policy/train-step.ts'
+
+const threads = Number(process.env.SEEDFLOW_THREADS ?? cpus().length)
+const engine = createLocalEngine({ threads })
+const c: ModelConfig = PRESETS.bench
+const [B, T] = [16, 256]
+const say = (line: string) => process.stdout.write(`${line}\n`)
+
+async function timeIt(fn: () => Promise<unknown>, repeats: number): Promise<number> {
+  await fn() // warm-up: the first runs of a session are slow (cpu-scale notes)
+  await fn()
+  let best = Number.POSITIVE_INFINITY
+  for (let i = 0; i < repeats; i++) {
+    const started = performance.now()
+    await fn()
+    best = Math.min(best, (performance.now() - started) / 1000)
+  }
+  return best
+}
+
+/** GFLOP/s of one (M, K) × (K, N) MatMul kept inside the graph (only a scalar leaves it). */
+async function matmulPeak(M: number, K: number, N: number): Promise<number> {
+  const graph = new Graph('matmul')
+  const op = createBuilder(graph)
+  const a = op.input('a', 'float32', [M, K])
+  const b = op.input('b', 'float32', [K, N])
+  op.output(op.ReduceSum(op.MatMul(a, b), undefined, { keepdims: 0 }) as Value, 'sum')
+  const model = await engine.load(encodeModel(graph))
+  const rng = mulberry32(1)
+  const feeds = {
+    a: tensor(
+      'float32',
+      [M, K],
+      Float32Array.from({ length: M * K }, () => rng.next()),
+    ),
+    b: tensor(
+      'float32',
+      [K, N],
+      Float32Array.from({ length: K * N }, () => rng.next()),
+    ),
+  }
+  const seconds = await timeIt(() => engine.run(model, feeds), 5)
+  return (2 * M * K * N) / seconds / 1e9
+}
+
+/** Forward FLOPs per sequence of T tokens: every MatMul, attention scores and the output layer included. */
+function forwardFlops(cfg: ModelConfig, tokens: number): number {
+  const C = cfg.hiddenSize
+  const q = cfg.numHeads * cfg.headDim
+  const kv = cfg.numKvHeads * cfg.headDim
+  const perTokenLinear = 2 * (C * q + 2 * C * kv + q * C + 3 * C * cfg.intermediateSize)
+  const attention = 2 * 2 * tokens * tokens * q // QKᵀ and att·V over the full T×T (the mask does not save work)
+  return cfg.numLayers * (tokens * perTokenLinear + attention) + tokens * 2 * C * cfg.vocabSize
+}
+
+const result: Record<string, unknown> = { shape: { ...c, batch: B, tokens: T, parameters: parameterCount(c) }, threads }
+say(
+  `seedflow engine benchmark: ${(parameterCount(c) / 1e6).toFixed(2)}M parameters, batch ${B}×${T}, ${threads} threads`,
+)
+
+const shapes: Array<[string, number, number, number]> = [
+  ['qkv/o projection (B·T, C) × (C, C)', B * T, c.hiddenSize, c.hiddenSize],
+  ['MLP up (B·T, C) × (C, F)', B * T, c.hiddenSize, c.intermediateSize],
+  ['output layer (B·T, C) × (C, V)', B * T, c.hiddenSize, c.vocabSize],
+]
+const peaks: Record<string, number> = {}
+for (const [name, M, K, N] of shapes) {
+  peaks[name] = await matmulPeak(M, K, N)
+  say(`  MatMul ${name}: ${peaks[name]?.toFixed(1)} GFLOP/s`)
+}
+const peak = Math.max(...Object.values(peaks))
+result.matmulPeakGflops = peak
+result.matmulGflops = peaks
+
+const model = new PolicyModel(engine, c, initWeights(c, mulberry32(2)))
+const rng = mulberry32(3)
+const items = Array.from({ length: B }, () => ({
+  context: [1],
+  response: Array.from({ length: T - 1 }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3))),
+}))
+const flops = forwardFlops(c, T) * B
+
+const scoreModel = await model.scoreModel()
+const batch = model.tokenBatch(items, 1)
+const forwardSeconds = await timeIt(() => engine.run(scoreModel, batch.feeds), 3)
+result.forward = {
+  seconds: forwardSeconds,
+  tokensPerSecond: (B * T) / forwardSeconds,
+  gflops: flops / forwardSeconds / 1e9,
+}
+say(
+  `forward (per-token log-probs + entropy): ${forwardSeconds.toFixed(3)} s, ${((B * T) / forwardSeconds).toFixed(0)} tokens/s, ${(flops / forwardSeconds / 1e9).toFixed(1)} GFLOP/s`,
+)
+
+const train = await model.loadTrainModel((op, s) => {
+  const mask = op.input('mask', 'float32', ['B', 'T'])
+  return {
+    loss: op.Neg(
+      op.Div(
+        op.ReduceSum(op.Mul(s.logp, mask), undefined, { keepdims: 0 }),
+        op.ReduceSum(mask, undefined, { keepdims: 0 }),
+      ),
+    ),
+  }
+})
+const optimizer = new AdamW()
+const trainFeeds = { ...batch.feeds, mask: model.float([B, T], batch.responseMask) }
+const runOnly = await timeIt(() => engine.run(train, trainFeeds), 3)
+const fullStep = await timeIt(() => trainStep(model, train, trainFeeds, optimizer, 1e-4), 3)
+const trainFlops = 3 * flops // backward counted as 2× forward
+result.train = {
+  graphSeconds: runOnly,
+  stepSeconds: fullStep,
+  tokensPerSecond: (B * T) / fullStep,
+  gflops: trainFlops / runOnly / 1e9,
+  fractionOfPeak: trainFlops / runOnly / 1e9 / peak,
+  flopsFormula:
+    'forward = L·(T·2·(C·H·D + 2·C·KV·D + H·D·C + 3·C·F) + 4·T²·H·D) + T·2·C·V per sequence, × B; train = 3 × forward (backward = 2 × forward); GFLOP/s over the graph run (loss + log-probs + every gradient)',
+}
+say(
+  `train step: graph ${runOnly.toFixed(3)} s (${(trainFlops / runOnly / 1e9).toFixed(1)} GFLOP/s = ${((100 * trainFlops) / runOnly / 1e9 / peak).toFixed(0)}% of the MatMul peak), with clip + AdamW ${fullStep.toFixed(3)} s, ${((B * T) / fullStep).toFixed(0)} tokens/s`,
+)
+
+const decode: Record<string, unknown> = {}
+for (const sequences of [16, 64]) {
+  const prompts = Array.from({ length: sequences }, () =>
+    Array.from({ length: 256 }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3))),
+  )
+  const run = () =>
+    generate(model, prompts, {
+      maxNewTokens: 128,
+      temperature: 1,
+      eosIds: [],
+      rngs: prompts.map((_, i) => mulberry32(i)),
+    })
+  await run() // warm-up
+  const out = await run()
+  decode[String(sequences)] = { ...out.stats, note: 'tokensPerSecond = sampled tokens / wall time, prefill included' }
+  say(
+    `decode ${sequences} × (256 prompt + 128 new): ${out.stats.seconds.toFixed(2)} s, ${out.stats.tokensPerSecond.toFixed(0)} tokens/s`,
+  )
+}
+result.decode = decode
+result.peakRssMiB = process.resourceUsage().maxRSS / 1024
+say(`peak RSS ${(result.peakRssMiB as number).toFixed(0)} MiB`)
+result.measuredAt = new Date().toISOString()
+await writeFile(new URL('./results/engine.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`)
+await engine.close()
+say('wrote bench/results/engine.json')

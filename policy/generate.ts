@@ -1,7 +1,7 @@
-import { type Feeds, tensor } from '../engine/index.ts'
-import { IO } from './model.ts'
+import { type Feeds, type Fetches, tensor } from '../engine/index.ts'
+import { type DecodeSampling, IO } from './model.ts'
 import type { PolicyModel } from './policy-model.ts'
-import { argmax, sampleFromLogprobs, stopIndex, type UniformSource } from './sampling.ts'
+import { argmax, sampleFromLogprobs, stopIndex, type TokenChoice, type UniformSource } from './sampling.ts'
 
 export interface GenerateOptions {
   maxNewTokens: number
@@ -17,6 +17,11 @@ export interface GenerateOptions {
   decode?: (ids: readonly number[]) => string
   /** One source per sequence, so a sequence's tokens do not depend on its batch neighbours. */
   rngs: readonly UniformSource[]
+  /**
+   * Where the token is drawn. Default: in the graph when top-p is 1 (only (B) values leave the graph), from
+   * the returned (B, V) log-probs otherwise. Both use one uniform per sequence and step, in vocabulary order.
+   */
+  sampling?: DecodeSampling
 }
 
 export interface Generation {
@@ -53,7 +58,11 @@ export async function generate(
     throw new RangeError(`prompt ${P} + ${options.maxNewTokens} new tokens exceed ${c.maxPositions} positions`)
   const KV = c.numKvHeads
   const D = c.headDim
-  const handle = await model.decodeModel()
+  const topP = options.topP ?? 1
+  const sampling: DecodeSampling = options.sampling ?? (topP >= 1 ? 'in-graph' : 'logprobs')
+  if (sampling === 'in-graph' && topP < 1)
+    throw new RangeError(`in-graph sampling draws from the whole distribution; top-p ${topP} needs 'logprobs'`)
+  const handle = await model.decodeModel(sampling)
   const base = model.baseFeeds()
   const invTemperature = model.float([], [1 / options.temperature])
   const buffer = (n: number) => (model.dtype === 'float64' ? new Float64Array(n) : new Float32Array(n))
@@ -74,6 +83,9 @@ export async function generate(
       valid[b * P + pad + i] = 1
     })
   })
+  const sequences: Generation[] = prompts.map(() => ({ tokens: [], logprobs: [], finish: 'length' }))
+  const active = prompts.map(() => true)
+  const uniform = new Float64Array(B)
   const run = async (
     tq: number,
     stepIds: BigInt64Array,
@@ -88,6 +100,12 @@ export async function generate(
       [IO.valid]: model.float([B, tq], stepValid),
       [IO.invTemperature]: invTemperature,
       [IO.cacheValid]: model.float([B, S], cacheValid),
+    }
+    if (sampling === 'in-graph') {
+      // one uniform per sequence that will sample from this run's output, drawn before the run
+      for (let b = 0; b < B; b++)
+        uniform[b] = active[b] && !options.greedy ? (options.rngs[b] as UniformSource).next() : 0
+      feeds[IO.uniform] = model.float([B], uniform)
     }
     for (let l = 0; l < c.numLayers; l++) {
       feeds[IO.cacheK(l)] = tensor(model.dtype, [B, KV, D, S], kT[l] as Float32Array)
@@ -110,13 +128,21 @@ export async function generate(
     }
     for (let b = 0; b < B; b++)
       for (let t = 0; t < tq; t++) cacheValid[b * S + slot + t] = stepValid[b * tq + t] as number
-    return out[IO.logprobs]?.data as Float32Array // (B, V)
+    return out
   }
 
   const V = c.vocabSize
-  const sequences: Generation[] = prompts.map(() => ({ tokens: [], logprobs: [], finish: 'length' }))
-  const active = prompts.map(() => true)
-  let logprobs = await run(P, ids, positions, valid, 0)
+  const chooseToken = (result: Fetches, b: number): TokenChoice => {
+    if (sampling === 'in-graph') {
+      const [token, logprob] = options.greedy
+        ? [IO.greedyToken, IO.greedyLogprob]
+        : [IO.sampledToken, IO.sampledLogprob]
+      return { token: Number(result[token]?.data[b]), logprob: Number(result[logprob]?.data[b]) }
+    }
+    const row = (result[IO.logprobs]?.data as Float32Array).subarray(b * V, (b + 1) * V)
+    return options.greedy ? argmax(row) : sampleFromLogprobs(row, topP, options.rngs[b] as UniformSource)
+  }
+  let out = await run(P, ids, positions, valid, 0)
   let newTokens = 0
   for (let step = 0; step < options.maxNewTokens; step++) {
     const stepIds = new BigInt64Array(B)
@@ -124,10 +150,7 @@ export async function generate(
     const stepValid = new Float64Array(B)
     for (let b = 0; b < B; b++) {
       if (!active[b]) continue
-      const row = logprobs.subarray(b * V, (b + 1) * V)
-      const choice = options.greedy
-        ? argmax(row)
-        : sampleFromLogprobs(row, options.topP ?? 1, options.rngs[b] as UniformSource)
+      const choice = chooseToken(out, b)
       const seq = sequences[b] as Generation
       seq.tokens.push(choice.token)
       seq.logprobs.push(choice.logprob)
@@ -145,7 +168,7 @@ export async function generate(
       stepValid[b] = active[b] ? 1 : 0
     }
     if (!active.some(Boolean) || step === options.maxNewTokens - 1) break
-    logprobs = await run(1, stepIds, stepPositions, stepValid, P + step)
+    out = await run(1, stepIds, stepPositions, stepValid, P + step)
   }
   const seconds = (performance.now() - started) / 1000
   const prefillTokens = prompts.reduce((n, p) => n + p.length, 0)

@@ -2,7 +2,7 @@
 // fixed-capacity KV cache), score (per-token log-probs and entropy of given tokens) and train (a loss built
 // by the caller from in-graph log-probs, plus every parameter's gradient). Weights are graph inputs named as
 // Hugging Face names them; every log-prob comes from logits × inv_temperature.
-import { type Builder, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
+import { type Builder, constTensor, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
 import { parameterSpecs } from './parameters.ts'
 
@@ -27,6 +27,11 @@ export const IO = {
   newV: (l: number) => `new_v.${l}`,
   logprobs: 'logprobs',
   logits: 'logits',
+  uniform: 'uniform',
+  sampledToken: 'sampled_token',
+  sampledLogprob: 'sampled_logprob',
+  greedyToken: 'greedy_token',
+  greedyLogprob: 'greedy_logprob',
   tokenLogprobs: 'token_logprobs',
   entropy: 'entropy',
   loss: 'loss',
@@ -177,13 +182,25 @@ function logSoftmaxScaled(m: Common, hidden: Value, invTemperature: Value): Valu
 }
 
 /**
+ * How the decode graph hands back the next token. `logprobs`: the whole (B, V) row of log-probs, for the
+ * caller to sample from (top-p). `in-graph`: one uniform number per sequence goes in and the token comes out,
+ * drawn by inverse CDF over the vocabulary in id order (the JS sampler's rule at top-p = 1), plus the greedy
+ * token: only (B) values leave the graph instead of (B, V).
+ */
+export type DecodeSampling = 'logprobs' | 'in-graph'
+
+/**
  * Decode: run Tq new tokens per sequence against a fixed-capacity cache of S slots (slots with
  * cache_valid = 0 are ignored). Prefill is Tq = prompt length with an empty cache; a step is Tq = 1.
- * Outputs the next-token log-probs at the last position (B, V) and each layer's new keys and values
- * (B, KV, Tq, D), which the caller writes into its cache.
+ * Outputs the next token's distribution at the last position (see DecodeSampling) and each layer's new keys
+ * and values (B, KV, Tq, D), which the caller writes into its cache.
  */
-export function buildDecodeGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
-  const graph = new Graph('decode')
+export function buildDecodeGraph(
+  c: ModelConfig,
+  dtype: FloatType = 'float32',
+  sampling: DecodeSampling = 'logprobs',
+): Graph {
+  const graph = new Graph(`decode-${sampling}`)
   const op = createBuilder(graph)
   const m = declare(op, c, dtype, 'T')
   const invTemperature = op.input(IO.invTemperature, dtype, [])
@@ -197,7 +214,26 @@ export function buildDecodeGraph(c: ModelConfig, dtype: FloatType = 'float32'): 
   const { hidden, newK, newV } = decoder(m, caches)
   const T = op.Reshape(op.dim(hidden, 1), [1])
   const last = op.Slice(hidden, op.Sub(T, op.ints([1])), T, [1]) // (B, 1, C)
-  op.output(op.Squeeze(logSoftmaxScaled(m, last, invTemperature), [1]), IO.logprobs) // (B, V)
+  const logprobs = op.Squeeze(logSoftmaxScaled(m, last, invTemperature), [1]) // (B, V)
+  if (sampling === 'logprobs') op.output(logprobs, IO.logprobs)
+  else {
+    const uniform = op.input(IO.uniform, dtype, ['B'])
+    const pick = (token: Value, name: string, logprobName: string) => {
+      op.output(token, name)
+      op.output(op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(token, [1]), 1), [1]), logprobName)
+    }
+    // token = #{v : cdf[v] < u}, the first id whose cumulative mass reaches u (clamped for rounding)
+    const [cdf] = op.customOp(
+      'CumSum',
+      [op.Exp(logprobs), op.constant(constTensor('int64', [], [1]))],
+      [{ dtype, shape: ['B', c.vocabSize] }],
+    )
+    const below = op.ReduceSum(op.Cast(op.Less(cdf as Value, op.Unsqueeze(uniform, [1])), 'int64'), [1], {
+      keepdims: 0,
+    })
+    pick(op.Min(below, op.constant(constTensor('int64', [], [c.vocabSize - 1]))), IO.sampledToken, IO.sampledLogprob)
+    pick(op.ArgMax(logprobs, 1, { keepdims: 0 }), IO.greedyToken, IO.greedyLogprob)
+  }
   for (let l = 0; l < c.numLayers; l++) {
     op.output(newK[l] as Value, IO.newK(l))
     op.output(newV[l] as Value, IO.newV(l))

@@ -5,6 +5,7 @@ import {
   buildForwardGraph,
   buildScoreGraph,
   buildTrainGraph,
+  type DecodeSampling,
   type FloatType,
   IO,
   type LossBuilder,
@@ -46,7 +47,7 @@ export class PolicyModel {
   weights: Map<string, Float32Array>
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
-  #decode?: Promise<ModelHandle>
+  #decode = new Map<DecodeSampling, Promise<ModelHandle>>()
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
 
@@ -82,9 +83,13 @@ export class PolicyModel {
     return feeds
   }
 
-  decodeModel(): Promise<ModelHandle> {
-    this.#decode ??= this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype)))
-    return this.#decode
+  decodeModel(sampling: DecodeSampling = 'logprobs'): Promise<ModelHandle> {
+    let handle = this.#decode.get(sampling)
+    if (!handle) {
+      handle = this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling)))
+      this.#decode.set(sampling, handle)
+    }
+    return handle
   }
 
   scoreModel(): Promise<ModelHandle> {

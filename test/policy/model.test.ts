@@ -30,7 +30,7 @@ describe('policy model graphs', () => {
     const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
     // record the decode graph's distribution at every step by sampling with temperature 1
     const steps: Float64Array[][] = PROMPTS.map(() => [])
-    const handle = await model.decodeModel()
+    const handle = await model.decodeModel('logprobs')
     const run = engine.run.bind(engine)
     engine.run = async (h, feeds, options) => {
       const out = await run(h, feeds, options)
@@ -42,7 +42,13 @@ describe('policy model graphs', () => {
       }
       return out
     }
-    const result = await generate(model, PROMPTS, { maxNewTokens: 12, temperature: 1, eosIds: [], rngs })
+    const result = await generate(model, PROMPTS, {
+      maxNewTokens: 12,
+      temperature: 1,
+      eosIds: [],
+      rngs,
+      sampling: 'logprobs',
+    })
     engine.run = run
     const full = await model.logits(PROMPTS.map((p, b) => [...p, ...(result.sequences[b]?.tokens ?? [])]))
     let worst = 0
@@ -102,6 +108,32 @@ describe('policy model graphs', () => {
         })
       ).sequences.map((s) => s.tokens)
     assert.deepEqual(await draw(), await draw())
+  })
+
+  it('draws the same tokens in the graph as from returned log-probs (one uniform per step, vocabulary order)', async () => {
+    const model = new PolicyModel(engine, SMALL, weights)
+    const draw = async (sampling: 'in-graph' | 'logprobs', greedy = false) =>
+      (
+        await generate(model, PROMPTS, {
+          maxNewTokens: 16,
+          temperature: 0.9,
+          eosIds: [],
+          greedy,
+          sampling,
+          rngs: PROMPTS.map((_, i) => mulberry32(50 + i)),
+        })
+      ).sequences
+    for (const greedy of [false, true]) {
+      const inGraph = await draw('in-graph', greedy)
+      const fromLogprobs = await draw('logprobs', greedy)
+      assert.deepEqual(
+        inGraph.map((s) => s.tokens),
+        fromLogprobs.map((s) => s.tokens),
+      )
+      inGraph.forEach((s, b) =>
+        s.logprobs.forEach((lp, i) => assert.ok(Math.abs(lp - (fromLogprobs[b]?.logprobs[i] as number)) <= 1e-6)),
+      )
+    }
   })
 
   it('stops at an end-of-sequence token and at a stop string', async () => {

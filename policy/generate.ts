@@ -1,4 +1,4 @@
-import { type Feeds, type Fetches, tensor } from '../engine/index.ts'
+import { type Feeds, type Fetches, type TensorData, tensor } from '../engine/index.ts'
 import { type DecodeSampling, IO } from './model.ts'
 import type { PolicyModel } from './policy-model.ts'
 import { argmax, sampleFromLogprobs, stopIndex, type TokenChoice, type UniformSource } from './sampling.ts'
@@ -139,7 +139,7 @@ export async function generate(
         : [IO.sampledToken, IO.sampledLogprob]
       return { token: Number(result[token]?.data[b]), logprob: Number(result[logprob]?.data[b]) }
     }
-    const row = (result[IO.logprobs]?.data as Float32Array).subarray(b * V, (b + 1) * V)
+    const row = (result[IO.logprobs] as TensorData).data.subarray(b * V, (b + 1) * V) as Float32Array
     return options.greedy ? argmax(row) : sampleFromLogprobs(row, topP, options.rngs[b] as UniformSource)
   }
   let out = await run(P, ids, positions, valid, 0)

@@ -130,9 +130,10 @@ describe('policy model graphs', () => {
         inGraph.map((s) => s.tokens),
         fromLogprobs.map((s) => s.tokens),
       )
-      inGraph.forEach((s, b) =>
-        s.logprobs.forEach((lp, i) => assert.ok(Math.abs(lp - (fromLogprobs[b]?.logprobs[i] as number)) <= 1e-6)),
-      )
+      for (const [b, s] of inGraph.entries()) {
+        for (const [i, lp] of s.logprobs.entries())
+          assert.ok(Math.abs(lp - (fromLogprobs[b]?.logprobs[i] as number)) <= 1e-6)
+      }
     }
   })
 

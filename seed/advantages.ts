@@ -110,6 +110,11 @@ export function tokenAdvantages(advantages: ArrayLike<number>, mask: ArrayLike<n
   const B = advantages.length
   if (mask.length !== B * T) throw new SeedInputError(`tokenAdvantages: mask has ${mask.length} entries, not ${B}×${T}`)
   const out = new Float32Array(B * T)
-  for (let b = 0; b < B; b++) for (let t = 0; t < T; t++) out[b * T + t] = advantages[b]! * mask[b * T + t]!
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const m = mask[b * T + t]!
+      out[b * T + t] = m === 0 ? 0 : advantages[b]! * m // no −0 on padding
+    }
+  }
   return out
 }

@@ -3,6 +3,8 @@ import { after, describe, it } from 'node:test'
 import { createBuilder, createLocalEngine, Graph } from '../../engine/index.ts'
 import {
   type ActorLossConfig,
+  ALGORITHM_NAMES,
+  ALGORITHMS,
   actorLoss,
   aggregate,
   entropyTerm,
@@ -427,6 +429,53 @@ describe('combined actor loss', () => {
     const expected = refActor(b, { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0 })
     close(out.loss![0]!, expected, 1e-12, 'loss')
   })
+
+  for (const name of ALGORITHM_NAMES) {
+    const terms = ALGORITHMS[name].loss
+    if (!terms) continue
+    it(`row ${name}: the loss has exactly the row's terms, each non-zero`, async () => {
+      const b = randomBatch(23)
+      const out = await runTerm(
+        engine,
+        (op, x) => {
+          const r = actorLoss(
+            op,
+            {
+              logProbs: x.s,
+              oldLogProbs: x.old,
+              advantages: x.adv,
+              mask: x.mask,
+              refLogProbs: x.ref,
+              entropy: x.entropy,
+              teacherLogProbs: x.teacher,
+              opdSampleMask: x.sampleMask,
+            },
+            { ...SEED_CONFIG, terms },
+          )
+          const present: Record<string, typeof r.loss> = { loss: r.loss, term_pg: r.pg.loss }
+          if (r.kl) present.term_kl = r.kl
+          if (r.entropy) present.term_entropy = r.entropy
+          if (r.opd) present.term_opd = r.opd.loss
+          return present
+        },
+        b,
+      )
+      const on = ['pg', ...(['kl', 'entropy', 'opd'] as const).filter((t) => terms[t])].map((t) => `term_${t}`).sort()
+      assert.deepEqual(
+        Object.keys(out)
+          .filter((k) => k !== 'loss')
+          .sort(),
+        on,
+      )
+      for (const term of on) assert.ok(Math.abs(out[term]![0]!) > 1e-6, `${term} = ${out[term]![0]}`)
+      const coefficient = { kl: 0.01, entropy: -0.001, opd: 0.01 } as const
+      const expected = (['kl', 'entropy', 'opd'] as const).reduce(
+        (sum, t) => sum + (terms[t] ? coefficient[t] * out[`term_${t}`]![0]! : 0),
+        out.term_pg![0]!,
+      )
+      close(out.loss![0]!, expected, 1e-12, "loss = the sum of the row's terms")
+    })
+  }
 
   it('float32 agrees with the float64 reference to float32 precision', async () => {
     const b = randomBatch(22)

@@ -1,0 +1,339 @@
+// The SEED loss terms (reference section 6), built as engine subgraphs. Each function takes the builder and
+// per-token Values of shape (B, T) in one float dtype, with `logProbs` = log π_θ of the sampled tokens as the
+// train graph computes them (carrying the gradient), and returns scalar Values. The constants and numeric
+// guards are the released code's: PPO-clip with dual clip and a clamped log-ratio, k3 KL with both clamps,
+// SDAR's sigmoid gate for OPD, verl's masked means with a 1e-8 guard.
+import type { Builder, Value } from '../engine/index.ts'
+import { LossConfigError, SeedInputError } from './errors.ts'
+
+export const LOSS_CONSTANTS = {
+  /** PPO clip range ε (low and high). */
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  /** Dual-clip bound for A < 0 (`clip_ratio_c`). */
+  clipRatioC: 3.0,
+  /** log π_θ − log π_old is clamped to ±this before exp. */
+  logRatioClamp: 20,
+  /** k3 KL: ref − log π_θ is clamped to ±this before exp, the KL value to ±klValueClamp after. */
+  klLogRatioClamp: 20,
+  klValueClamp: 10,
+  /** OPD gate sharpness β. */
+  opdBeta: 5.0,
+  /** Added to every mask sum (verl's masked_mean): an empty mask gives 0, never 0/0. */
+  maskEpsilon: 1e-8,
+} as const
+
+/** Stage 2 coefficients of the combined loss (reference sections 6.4, 6.5, 7). */
+export const DEFAULT_COEFFICIENTS = { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0.01 } as const
+
+/**
+ * How a (B, T) loss matrix becomes a scalar (verl's `loss_agg_mode`). `token-mean` is the code's setting;
+ * `seq-mean-token-mean` is the paper's 1/G Σ 1/|o_i| Σ_t form (with the mask guard added per row).
+ */
+export const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const
+export type Aggregation = (typeof AGGREGATIONS)[number]
+
+export interface TokenMask {
+  /** 1 on response tokens, 0 on padding; (B, T). */
+  mask: Value
+}
+
+/** Σ(x·mask) / (Σmask + ε): a scalar. */
+export function maskedMean(op: Builder, x: Value, mask: Value): Value {
+  const total = op.ReduceSum(op.Mul(x, mask), undefined, { keepdims: 0 })
+  return op.Div(total, op.Add(op.ReduceSum(mask, undefined, { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon))
+}
+
+/** One scalar from a (B, T) loss matrix. */
+export function aggregate(op: Builder, lossMat: Value, mask: Value, mode: Aggregation = 'token-mean'): Value {
+  switch (mode) {
+    case 'token-mean':
+      return maskedMean(op, lossMat, mask)
+    case 'seq-mean-token-mean': {
+      const rows = op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }) // (B)
+      const lengths = op.Add(op.ReduceSum(mask, [1], { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon) // (B)
+      return op.ReduceMean(op.Div(rows, lengths), undefined, { keepdims: 0 })
+    }
+    case 'seq-mean-token-sum':
+      return op.ReduceMean(op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }), undefined, { keepdims: 0 })
+    default:
+      throw new LossConfigError(`unknown aggregation ${JSON.stringify(mode)}; expected one of ${AGGREGATIONS}`)
+  }
+}
+
+// ---- PPO clipped surrogate (6.2) ----
+
+export interface PpoInputs extends TokenMask {
+  logProbs: Value
+  oldLogProbs: Value
+  /** A_i broadcast to the response tokens; (B, T). */
+  advantages: Value
+}
+
+export interface PpoOptions {
+  clipLow?: number
+  clipHigh?: number
+  clipRatioC?: number
+  aggregation?: Aggregation
+}
+
+export interface PpoTerm {
+  loss: Value
+  /** Share of response tokens where the clipped branch is larger (the update is clipped). */
+  clipFraction: Value
+  /** Share of response tokens with A < 0 where the dual clip bound −A·c is the smaller one. */
+  clipFractionLower: Value
+  /** Masked mean of log π_old − log π_θ (clamped): verl's ppo_kl. */
+  approxKl: Value
+}
+
+/**
+ * loss_tok = max(−A·r, −A·clip(r, 1−ε, 1+ε)), and for A < 0 additionally min(that, −A·c), with
+ * r = exp(clamp(log π_θ − log π_old, ±20)).
+ */
+export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {}): PpoTerm {
+  const { logProbs: s, oldLogProbs: old, advantages: a, mask } = x
+  checkTokens('ppoClipLoss', { logProbs: s, oldLogProbs: old, advantages: a, mask })
+  const clipLow = options.clipLow ?? LOSS_CONSTANTS.clipLow
+  const clipHigh = options.clipHigh ?? LOSS_CONSTANTS.clipHigh
+  const c = options.clipRatioC ?? LOSS_CONSTANTS.clipRatioC
+  if (!(c > 1)) throw new LossConfigError(`ppoClipLoss: clipRatioC must be > 1 for dual clip, got ${c}`)
+  if (!(clipLow > 0 && clipLow < 1 && clipHigh > 0)) {
+    throw new LossConfigError(
+      `ppoClipLoss: clip range must satisfy 0 < low < 1 and high > 0, got ${clipLow}/${clipHigh}`,
+    )
+  }
+  return op.scope('ppo', () => {
+    const bound = LOSS_CONSTANTS.logRatioClamp
+    const logRatio = op.Clip(op.Sub(s, old), -bound, bound) // (B, T)
+    const ratio = op.Exp(logRatio)
+    const negA = op.Neg(a)
+    const unclipped = op.Mul(negA, ratio)
+    const clipped = op.Mul(negA, op.Clip(ratio, 1 - clipLow, 1 + clipHigh))
+    const pessimistic = op.Max(unclipped, clipped)
+    const dualBound = op.Mul(negA, c)
+    const negative = op.Less(a, 0)
+    const perToken = op.Where(negative, op.Min(dualBound, pessimistic), pessimistic)
+    const dtype = s.dtype
+    return {
+      loss: aggregate(op, perToken, mask, options.aggregation),
+      clipFraction: maskedMean(op, op.Cast(op.Greater(clipped, unclipped), dtype), mask),
+      clipFractionLower: maskedMean(
+        op,
+        op.Mul(op.Cast(op.Greater(pessimistic, dualBound), dtype), op.Cast(negative, dtype)),
+        mask,
+      ),
+      approxKl: maskedMean(op, op.Neg(logRatio), mask),
+    }
+  })
+}
+
+// ---- KL to the reference and entropy (6.4) ----
+
+export interface KlInputs extends TokenMask {
+  logProbs: Value
+  refLogProbs: Value
+}
+
+/** k3 (`low_var_kl`): d = clamp(ref − log π_θ, ±20), kl = clamp(eᵈ − d − 1, ±10), aggregated. */
+export function klLoss(op: Builder, x: KlInputs, options: { aggregation?: Aggregation } = {}): { loss: Value } {
+  checkTokens('klLoss', { logProbs: x.logProbs, refLogProbs: x.refLogProbs, mask: x.mask })
+  return op.scope('kl', () => {
+    const inner = LOSS_CONSTANTS.klLogRatioClamp
+    const outer = LOSS_CONSTANTS.klValueClamp
+    const d = op.Clip(op.Sub(x.refLogProbs, x.logProbs), -inner, inner)
+    const kl = op.Clip(op.Sub(op.Sub(op.Exp(d), d), 1), -outer, outer) // (B, T)
+    return { loss: aggregate(op, kl, x.mask, options.aggregation) }
+  })
+}
+
+export interface EntropyInputs extends TokenMask {
+  /** Per-token entropy of π_θ, computed in the train graph from the logits; (B, T). */
+  entropy: Value
+}
+
+/** The mean entropy H (the combined loss subtracts entropy_coeff·H). */
+export function entropyTerm(
+  op: Builder,
+  x: EntropyInputs,
+  options: { aggregation?: Aggregation } = {},
+): { loss: Value } {
+  checkTokens('entropyTerm', { entropy: x.entropy, mask: x.mask })
+  return op.scope('entropy', () => ({ loss: aggregate(op, x.entropy, x.mask, options.aggregation) }))
+}
+
+// ---- gated on-policy distillation (6.3) ----
+
+export interface OpdInputs extends TokenMask {
+  /** log π_θ of the sampled tokens on the ordinary prompt (the student, live). */
+  logProbs: Value
+  /** log π_k of the same tokens on the skill-augmented prompt (the teacher, fixed); (B, T). */
+  teacherLogProbs: Value
+  /** 1 for step samples of analyzed trajectories, 0 otherwise; (B). */
+  sampleMask: Value
+}
+
+export interface OpdTerm {
+  loss: Value
+  /** Masked mean of the gate σ(β·gap). */
+  gateMean: Value
+  /** Share of distilled tokens whose teacher − student gap is positive (gate > 0.5). */
+  positiveGapShare: Value
+  /** Masked mean of the gap t − s. */
+  gapMean: Value
+  /** Distilled tokens over all B·T positions, padding included. */
+  activeTokenShare: Value
+}
+
+/**
+ * gap = t − sg(s), g = sg(σ(β·gap)), l = g·(t − s), averaged over response tokens of analyzed samples:
+ * ∂l/∂s = −g, a gate-weighted NLL on the sampled tokens. No clipping, no ratio, no gap normalization.
+ */
+export function opdLoss(
+  op: Builder,
+  x: OpdInputs,
+  options: { beta?: number; aggregation?: Aggregation } = {},
+): OpdTerm {
+  checkTokens('opdLoss', { logProbs: x.logProbs, teacherLogProbs: x.teacherLogProbs, mask: x.mask })
+  const beta = options.beta ?? LOSS_CONSTANTS.opdBeta
+  if (!(beta > 0)) throw new LossConfigError(`opdLoss: beta must be > 0, got ${beta}`)
+  const m = x.sampleMask
+  if (m.dtype !== x.logProbs.dtype || m.shape.length !== 1) {
+    throw new SeedInputError(
+      `opdLoss: sampleMask must be ${x.logProbs.dtype}[B], got ${m.dtype}[${m.shape.join(', ')}]`,
+    )
+  }
+  return op.scope('opd', () => {
+    const mask = op.Mul(x.mask, op.Unsqueeze(m, [1])) // (B, T)
+    const teacher = op.stopGradient(x.teacherLogProbs)
+    const gap = op.Sub(teacher, op.stopGradient(x.logProbs))
+    const gate = op.stopGradient(op.Sigmoid(op.Mul(gap, beta)))
+    const perToken = op.Mul(gate, op.Sub(teacher, x.logProbs))
+    const dtype = x.logProbs.dtype
+    const active = op.Cast(op.Greater(mask, 0), dtype)
+    return {
+      loss: aggregate(op, perToken, mask, options.aggregation),
+      gateMean: maskedMean(op, gate, mask),
+      positiveGapShare: maskedMean(op, op.Cast(op.Greater(gap, 0), dtype), mask),
+      gapMean: maskedMean(op, gap, mask),
+      activeTokenShare: op.ReduceMean(active, undefined, { keepdims: 0 }),
+    }
+  })
+}
+
+// ---- supervised fine-tuning (Stage 1, warm-start) ----
+
+/** Negative log-likelihood of the response tokens, token-mean over the mask (loss on responses only). */
+export function sftLoss(op: Builder, x: TokenMask & { logProbs: Value }): { loss: Value } {
+  checkTokens('sftLoss', { logProbs: x.logProbs, mask: x.mask })
+  return op.scope('sft', () => ({ loss: maskedMean(op, op.Neg(x.logProbs), x.mask) }))
+}
+
+// ---- the combined actor loss (6.5) ----
+
+/** Which terms an algorithm row switches on (the PPO surrogate is always on in RL). */
+export interface LossTerms {
+  kl: boolean
+  entropy: boolean
+  opd: boolean
+}
+
+export interface ActorLossConfig {
+  terms: LossTerms
+  klCoef: number
+  entropyCoef: number
+  opdCoef: number
+  /** The loss is divided by this (gradient-accumulation steps per mini-batch); default 1. */
+  gradientAccumulation?: number
+  aggregation?: Aggregation
+  ppo?: Omit<PpoOptions, 'aggregation'>
+  opdBeta?: number
+}
+
+export interface ActorLossInputs extends PpoInputs {
+  refLogProbs?: Value
+  entropy?: Value
+  teacherLogProbs?: Value
+  opdSampleMask?: Value
+}
+
+export interface ActorLoss {
+  /** (L_pg − entropy_coeff·H + λ_opd·L_opd + kl_coef·L_kl) / gradientAccumulation */
+  loss: Value
+  pg: PpoTerm
+  kl?: Value
+  entropy?: Value
+  opd?: OpdTerm
+}
+
+/**
+ * L = L_pg − entropy_coeff·H + λ_opd·L_opd + kl_coef·L_kl, divided by the accumulation steps. A term that is
+ * on is built (and its value returned) even with coefficient 0, but only added to L with a non-zero one.
+ */
+export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConfig): ActorLoss {
+  const steps = config.gradientAccumulation ?? 1
+  if (!(Number.isInteger(steps) && steps >= 1)) {
+    throw new LossConfigError(`actorLoss: gradientAccumulation must be a positive integer, got ${steps}`)
+  }
+  for (const key of ['klCoef', 'entropyCoef', 'opdCoef'] as const) {
+    if (!Number.isFinite(config[key]) || config[key] < 0) {
+      throw new LossConfigError(`actorLoss: ${key} must be a finite number ≥ 0, got ${config[key]}`)
+    }
+  }
+  const aggregation = config.aggregation ?? 'token-mean'
+  const pg = ppoClipLoss(op, x, { ...config.ppo, aggregation })
+  let total = pg.loss
+  const result: ActorLoss = { loss: total, pg }
+  if (config.terms.entropy) {
+    const entropy = entropyTerm(op, { entropy: need(x.entropy, 'entropy'), mask: x.mask }, { aggregation }).loss
+    result.entropy = entropy
+    if (config.entropyCoef !== 0) total = op.Sub(total, op.Mul(entropy, config.entropyCoef))
+  }
+  if (config.terms.opd) {
+    const opd = opdLoss(
+      op,
+      {
+        logProbs: x.logProbs,
+        teacherLogProbs: need(x.teacherLogProbs, 'teacherLogProbs'),
+        sampleMask: need(x.opdSampleMask, 'opdSampleMask'),
+        mask: x.mask,
+      },
+      { beta: config.opdBeta ?? LOSS_CONSTANTS.opdBeta, aggregation },
+    )
+    result.opd = opd
+    if (config.opdCoef !== 0) total = op.Add(total, op.Mul(opd.loss, config.opdCoef))
+  }
+  if (config.terms.kl) {
+    const kl = klLoss(
+      op,
+      { logProbs: x.logProbs, refLogProbs: need(x.refLogProbs, 'refLogProbs'), mask: x.mask },
+      { aggregation },
+    ).loss
+    result.kl = kl
+    if (config.klCoef !== 0) total = op.Add(total, op.Mul(kl, config.klCoef))
+  }
+  result.loss = steps === 1 ? total : op.Div(total, steps)
+  return result
+}
+
+function need(value: Value | undefined, name: string): Value {
+  if (!value) throw new LossConfigError(`actorLoss: the term that uses ${name} is on, but ${name} was not given`)
+  return value
+}
+
+/** Every per-token value is a (B, T) float of one dtype. */
+function checkTokens(where: string, values: Record<string, Value>): void {
+  const entries = Object.entries(values)
+  const dtype = entries[0]![1].dtype
+  if (dtype !== 'float32' && dtype !== 'float64' && dtype !== 'float16') {
+    throw new SeedInputError(`${where}: per-token values must be float, got ${entries[0]![0]}: ${dtype}`)
+  }
+  for (const [name, v] of entries) {
+    if (v.dtype !== dtype || v.shape.length !== 2) {
+      throw new SeedInputError(
+        `${where}: ${name} must be ${dtype}[B, T], got ${v.dtype}[${v.shape.join(', ')}] ` +
+          `(${entries.map(([n, e]) => `${n}: ${e.dtype}[${e.shape.join(', ')}]`).join(', ')})`,
+      )
+    }
+  }
+}

@@ -112,18 +112,16 @@ export async function generate(
       feeds[IO.cacheV(l)] = tensor(model.dtype, [B, KV, S, D], vC[l] as Float32Array)
     }
     const out = await model.engine.run(handle, feeds)
-    // write the new keys (B, KV, tq, D) transposed into slots [slot, slot + tq) and the values as they are
+    // write the new keys (B, KV, D, tq) and values (B, KV, tq, D) into slots [slot, slot + tq)
     for (let l = 0; l < c.numLayers; l++) {
       const nk = out[IO.newK(l)]?.data as Float32Array
       const nv = out[IO.newV(l)]?.data as Float32Array
       const k = kT[l] as Float32Array
       const v = vC[l] as Float32Array
       for (let bh = 0; bh < B * KV; bh++) {
-        for (let t = 0; t < tq; t++) {
-          const src = (bh * tq + t) * D
-          v.set(nv.subarray(src, src + D), (bh * S + slot + t) * D)
-          for (let d = 0; d < D; d++) k[(bh * D + d) * S + slot + t] = nk[src + d] as number
-        }
+        for (let d = 0; d < D; d++)
+          k.set(nk.subarray((bh * D + d) * tq, (bh * D + d + 1) * tq), (bh * D + d) * S + slot)
+        v.set(nv.subarray(bh * tq * D, (bh + 1) * tq * D), (bh * S + slot) * D)
       }
     }
     for (let b = 0; b < B; b++)

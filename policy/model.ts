@@ -23,7 +23,7 @@ export const IO = {
   cacheValid: 'cache_valid',
   cacheK: (l: number) => `cache_k_t.${l}`,
   cacheV: (l: number) => `cache_v.${l}`,
-  newK: (l: number) => `new_k.${l}`,
+  newK: (l: number) => `new_k_t.${l}`,
   newV: (l: number) => `new_v.${l}`,
   logprobs: 'logprobs',
   logits: 'logits',
@@ -89,13 +89,20 @@ function rotary(m: Common, x: Value, cos: Value, sin: Value): Value {
   return op.Add(op.Mul(x, cos), op.Mul(op.Concat([op.Neg(x2), x1], -1), sin))
 }
 
-/** Additive (B, 1, 1, Tq, Tk) mask: causal among the Tq new tokens, padding keys masked. */
+/** Additive (B, 1, G·Tq, Tk) mask for stacked query rows: causal among the new tokens, padding keys masked. */
 function selfMask(m: Common): Value {
   const { op } = m
   const T = op.dim(m.ids, 1)
   const causal = op.Where(op.causalMask(T, T), op.scalar(0, m.dtype), op.scalar(MASKED, m.dtype)) // (T, T)
   const padding = op.Mul(op.Sub(m.valid, 1), -MASKED) // (B, T): 0 valid, MASKED padding
-  return op.Add(causal, op.Unsqueeze(padding, [1, 2, 3]))
+  const mask = op.Add(causal, op.Unsqueeze(padding, [1, 2])) // (B, 1, T, T)
+  const G = m.c.numHeads / m.c.numKvHeads
+  return G === 1
+    ? mask
+    : op.Concat(
+        Array.from({ length: G }, () => mask),
+        2,
+      )
 }
 
 interface AttentionOut {
@@ -105,9 +112,10 @@ interface AttentionOut {
 }
 
 /**
- * Grouped-query attention. Query heads are viewed as (KV, G) so each group of G = H / KV query heads meets its
- * key/value head by broadcasting, without repeating K and V. With a cache, scores against the cached keys and
- * against the new keys are computed apart and joined for one softmax: the cache is read, never copied.
+ * Grouped-query attention. The G = H / KV query heads that share a key/value head are stacked as rows,
+ * (B, KV, G·T, D), so every product is a plain batched MatMul against that head's keys and values: no repeat
+ * of K and V, no broadcasting inside MatMul. With a cache, scores against the cached keys and against the
+ * new keys are computed apart and joined for one softmax: the cache is read, never copied.
  */
 function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCache & { mask: Value }): AttentionOut {
   const { op, c } = m
@@ -118,26 +126,25 @@ function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCac
     op.Reshape(linear(m, x, `${p}.q_proj`, c.qkvBias), [0, 0, c.numKvHeads, G, D]),
     [0, 2, 3, 1, 4],
   )
-  const qr = rotary(m, q, op.Unsqueeze(m.cos, [1]), op.Unsqueeze(m.sin, [1])) // (B, KV, G, T, D)
+  const qr = op.Reshape(rotary(m, q, op.Unsqueeze(m.cos, [1]), op.Unsqueeze(m.sin, [1])), [0, 0, -1, D]) // (B, KV, G·T, D)
   const k = op.Transpose(op.Reshape(linear(m, x, `${p}.k_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
   const kr = rotary(m, k, m.cos, m.sin) // (B, KV, T, D)
   const v = op.Transpose(op.Reshape(linear(m, x, `${p}.v_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
   const scale = 1 / Math.sqrt(D)
-  const kU = op.Unsqueeze(kr, [2]) // (B, KV, 1, T, D)
-  const vU = op.Unsqueeze(v, [2])
-  const scoresNew = op.Add(op.Mul(op.MatMul(qr, op.transposeLast(kU)), scale), mask) // (B, KV, G, T, T)
-  let out: Value
+  const scoresNew = op.Add(op.Mul(op.MatMul(qr, op.transposeLast(kr)), scale), mask) // (B, KV, G·T, T)
+  let out: Value // (B, KV, G·T, D)
   if (cache) {
-    const scoresCache = op.Add(op.Mul(op.MatMul(qr, op.Unsqueeze(cache.kT, [2])), scale), cache.mask) // (B, KV, G, T, S)
+    const scoresCache = op.Add(op.Mul(op.MatMul(qr, cache.kT), scale), cache.mask) // (B, KV, G·T, S)
     const att = op.Softmax(op.Concat([scoresCache, scoresNew], -1), -1)
     const S = op.Reshape(op.dim(cache.kT, 3), [1])
     const attCache = op.Slice(att, op.ints([0]), S, [-1])
     const attNew = op.Slice(att, S, op.ints([Number.MAX_SAFE_INTEGER]), [-1])
-    out = op.Add(op.MatMul(attCache, op.Unsqueeze(cache.v, [2])), op.MatMul(attNew, vU))
+    out = op.Add(op.MatMul(attCache, cache.v), op.MatMul(attNew, v))
   } else {
-    out = op.MatMul(op.Softmax(scoresNew, -1), vU) // (B, KV, G, T, D)
+    out = op.MatMul(op.Softmax(scoresNew, -1), v)
   }
-  const merged = op.Reshape(op.Transpose(out, [0, 3, 1, 2, 4]), [0, 0, c.numHeads * D]) // (B, T, H·D)
+  const heads = op.Reshape(out, [0, 0, G, -1, D]) // (B, KV, G, T, D)
+  const merged = op.Reshape(op.Transpose(heads, [0, 3, 1, 2, 4]), [0, 0, c.numHeads * D]) // (B, T, H·D)
   return { hidden: linear(m, merged, `${p}.o_proj`, false), newK: kr, newV: v }
 }
 
@@ -193,7 +200,7 @@ export type DecodeSampling = 'logprobs' | 'in-graph'
  * Decode: run Tq new tokens per sequence against a fixed-capacity cache of S slots (slots with
  * cache_valid = 0 are ignored). Prefill is Tq = prompt length with an empty cache; a step is Tq = 1.
  * Outputs the next token's distribution at the last position (see DecodeSampling) and each layer's new keys
- * and values (B, KV, Tq, D), which the caller writes into its cache.
+ * (B, KV, D, Tq) and values (B, KV, Tq, D), which the caller writes into its cache.
  */
 export function buildDecodeGraph(
   c: ModelConfig,
@@ -205,7 +212,7 @@ export function buildDecodeGraph(
   const m = declare(op, c, dtype, 'T')
   const invTemperature = op.input(IO.invTemperature, dtype, [])
   const cacheValid = op.input(IO.cacheValid, dtype, ['B', 'S'])
-  const cacheMask = op.Unsqueeze(op.Mul(op.Sub(cacheValid, 1), -MASKED), [1, 2, 3]) // (B, 1, 1, 1, S)
+  const cacheMask = op.Unsqueeze(op.Mul(op.Sub(cacheValid, 1), -MASKED), [1, 2]) // (B, 1, 1, S)
   const caches = Array.from({ length: c.numLayers }, (_, l) => ({
     kT: op.input(IO.cacheK(l), dtype, ['B', c.numKvHeads, c.headDim, 'S']),
     v: op.input(IO.cacheV(l), dtype, ['B', c.numKvHeads, 'S', c.headDim]),
@@ -235,7 +242,7 @@ export function buildDecodeGraph(
     pick(op.ArgMax(logprobs, 1, { keepdims: 0 }), IO.greedyToken, IO.greedyLogprob)
   }
   for (let l = 0; l < c.numLayers; l++) {
-    op.output(newK[l] as Value, IO.newK(l))
+    op.output(op.transposeLast(newK[l] as Value), IO.newK(l)) // (B, KV, D, Tq): rows copy straight into the cache
     op.output(newV[l] as Value, IO.newV(l))
   }
   return graph

@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises'
 import { S3ArtifactStore, type S3StoreOptions } from '../store/s3-store.ts'
+import { startConditionalWriteGate } from './conditional-write-gate.ts'
 import { freePort } from './ports.ts'
 import { startProcess, waitUntilReady } from './processes.ts'
 
@@ -30,10 +31,14 @@ export interface S3Server {
 
 export const S3_NAME = 's3'
 
-/** Starts versitygw over a POSIX folder and creates the bucket. */
+/**
+ * Starts versitygw over a POSIX folder behind a conditional-write gate (see conditional-write-gate.ts) and
+ * creates the bucket. The gate runs in this process: the server is usable while this process lives.
+ */
 export async function startS3Server(options: S3ServerOptions): Promise<S3Server> {
-  const port = options.port ?? (await freePort())
-  const endpoint = `http://127.0.0.1:${port}`
+  const port = await freePort() // versitygw itself; clients talk to the gate
+  const gate = await startConditionalWriteGate({ host: '127.0.0.1', port }, options.port ?? 0)
+  const endpoint = gate.endpoint
   await mkdir(options.dataDir, { recursive: true })
   const proc = await startProcess({
     name: S3_NAME,
@@ -46,8 +51,12 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     },
     stateDir: options.stateDir,
     detached: options.detached,
-    info: { endpoint, bucket: options.bucket, dataDir: options.dataDir },
+    info: { endpoint, server: `http://127.0.0.1:${port}`, bucket: options.bucket, dataDir: options.dataDir },
   })
+  const stop = async () => {
+    await gate.close()
+    await proc.stop()
+  }
   const storeOptions = (prefix = ''): S3StoreOptions => ({
     bucket: options.bucket,
     prefix,
@@ -60,14 +69,14 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     await waitUntilReady(
       proc,
       `S3 server at ${endpoint}`,
-      async () => (await fetch(endpoint)).status > 0,
+      async () => (await fetch(`http://127.0.0.1:${port}`)).status > 0, // versitygw itself, not the gate
       options.readyTimeoutMs ?? 30_000,
     )
     const store = new S3ArtifactStore(storeOptions())
     await store.createBucketIfMissing()
     store.destroy()
   } catch (error) {
-    await proc.stop()
+    await stop()
     throw error
   }
   return {
@@ -76,6 +85,6 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     pid: proc.record.pid,
     logFile: proc.logFile,
     storeOptions,
-    stop: proc.stop,
+    stop,
   }
 }

@@ -133,7 +133,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.s3Endpoint]: s3.endpoint,
     [TEST_ENV.s3Bucket]: s3.bucket,
     [TEST_ENV.stateDir]: stateDir,
-    [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid}`,
+    [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid},${process.pid}`, // this process runs the S3 write gate
   }
 }
 

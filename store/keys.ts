@@ -32,6 +32,18 @@ const pad4 = (n: number): string => {
   return String(n).padStart(4, '0')
 }
 
+/**
+ * The name of attempt `attempt` of a phase output: attempt 0 is the plain name; a recomputation after a
+ * changed config or input goes beside it (`0003.jsonl.gz` → `0003.attempt-1.jsonl.gz`), the old one kept.
+ */
+function attempted(name: string, attempt: number): string {
+  if (!Number.isInteger(attempt) || attempt < 0)
+    throw new RangeError(`attempt must be a non-negative integer, got ${attempt}`)
+  if (attempt === 0) return name
+  const dot = name.indexOf('.')
+  return dot < 0 ? `${name}.attempt-${attempt}` : `${name.slice(0, dot)}.attempt-${attempt}${name.slice(dot)}`
+}
+
 function key(...parts: string[]): string {
   const k = parts.join('/')
   assertValidKey(k)
@@ -54,21 +66,32 @@ export const keys = {
   runRecord: (runId: string) => key(run(runId), 'run.json'),
   baseCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'base', 'checkpoint', file),
 
+  /** Manifest of a run-level phase shard (warmstart, sft, ...), outside any iteration. */
+  stagePhaseManifest: (runId: string, phase: Phase, shard: number, attempt = 0) =>
+    key(run(runId), phase, attempted(`${pad4(shard)}.manifest.json`, attempt)),
+  stagePhaseProgress: (runId: string, phase: Phase, shard: number, attempt = 0) =>
+    key(run(runId), phase, attempted(`${pad4(shard)}.progress.json`, attempt)),
+
   sftTrajectories: (runId: string, shard: number) => key(run(runId), 'sft', 'trajectories', `${pad4(shard)}.jsonl.gz`),
   sftAnnotations: (runId: string) => key(run(runId), 'sft', 'annotations.jsonl'),
   sftCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'sft', 'checkpoint', file),
 
   iterationPrefix: (runId: string, k: number) => `${iteration(runId, k)}/`,
   snapshot: (runId: string, k: number) => key(iteration(runId, k), 'snapshot.json'),
-  rollouts: (runId: string, k: number, shard: number) =>
-    key(iteration(runId, k), 'rollouts', `${pad4(shard)}.jsonl.gz`),
-  skills: (runId: string, k: number, shard: number) => key(iteration(runId, k), 'skills', `${pad4(shard)}.jsonl`),
-  rescore: (runId: string, k: number, shard: number) => key(iteration(runId, k), 'rescore', `${pad4(shard)}.bin`),
-  phaseManifest: (runId: string, k: number, phase: Phase, shard: number) =>
-    key(iteration(runId, k), phase, `${pad4(shard)}.manifest.json`),
-  phaseProgress: (runId: string, k: number, phase: Phase, shard: number) =>
-    key(iteration(runId, k), phase, `${pad4(shard)}.progress.json`),
-  checkpoint: (runId: string, k: number, file: CheckpointFile) => key(iteration(runId, k), 'checkpoint', file),
+  rollouts: (runId: string, k: number, shard: number, attempt = 0) =>
+    key(iteration(runId, k), 'rollouts', attempted(`${pad4(shard)}.jsonl.gz`, attempt)),
+  skills: (runId: string, k: number, shard: number, attempt = 0) =>
+    key(iteration(runId, k), 'skills', attempted(`${pad4(shard)}.jsonl`, attempt)),
+  rescore: (runId: string, k: number, shard: number, attempt = 0) =>
+    key(iteration(runId, k), 'rescore', attempted(`${pad4(shard)}.bin`, attempt)),
+  /** One per finished phase shard: outputs + sha256, input hashes, config hash. */
+  phaseManifest: (runId: string, k: number, phase: Phase, shard: number, attempt = 0) =>
+    key(iteration(runId, k), phase, attempted(`${pad4(shard)}.manifest.json`, attempt)),
+  /** Heartbeat-resumable partial progress; never read as finished. */
+  phaseProgress: (runId: string, k: number, phase: Phase, shard: number, attempt = 0) =>
+    key(iteration(runId, k), phase, attempted(`${pad4(shard)}.progress.json`, attempt)),
+  checkpoint: (runId: string, k: number, file: CheckpointFile, attempt = 0) =>
+    key(iteration(runId, k), attempted('checkpoint', attempt), file),
   metrics: (runId: string, k: number) => key(iteration(runId, k), 'metrics.json'),
   /** Written last in an iteration: every artifact key + sha256 + bytes + parents + config hash. */
   iterationManifest: (runId: string, k: number) => key(iteration(runId, k), 'manifest.json'),

@@ -1,0 +1,144 @@
+// The one wrapper that makes every phase idempotent (DESIGN.md section 3): a phase shard first looks for its own
+// finished manifest; if the manifest's config hash and input hashes match the current ones and its outputs are
+// intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
+// with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
+// with create-if-absent, so two workers racing on one shard agree on one result.
+import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
+import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
+import { keys, type Phase } from '../store/keys.ts'
+import { SEEDFLOW_VERSION } from './seedflow-version.ts'
+
+/** Where a phase shard lives: inside an iteration, or at run level (`iteration` omitted: warmstart, sft). */
+export interface PhaseScope {
+  runId: string
+  phase: Phase
+  shard: number
+  iteration?: number
+}
+
+export interface PhaseManifest<S = Record<string, number>> {
+  version: 1
+  scope: PhaseScope
+  attempt: number
+  configSha256: string
+  /** Input name → the sha256 of what the phase read. */
+  inputs: Record<string, string>
+  outputs: Record<string, ObjectInfo>
+  stats: S
+  seedflowVersion: string
+  createdAt: string
+}
+
+export interface PhaseResult<S> {
+  manifestKey: string
+  attempt: number
+  /** True when a finished manifest was found and nothing was computed. */
+  reused: boolean
+  outputs: Record<string, ObjectInfo>
+  stats: S
+}
+
+export interface PhaseContext {
+  attempt: number
+  /** Partial progress of this attempt (heartbeat-resumable); undefined when there is none. */
+  loadProgress<T>(): Promise<T | undefined>
+  saveProgress(value: unknown): Promise<void>
+}
+
+/** How often the wrapper computed and reused, per phase: what tests and metrics read. */
+export class PhaseCounters {
+  readonly computed = new Map<Phase, number>()
+  readonly reused = new Map<Phase, number>()
+
+  count(phase: Phase, reused: boolean): void {
+    const table = reused ? this.reused : this.computed
+    table.set(phase, (table.get(phase) ?? 0) + 1)
+  }
+}
+
+function manifestKey(scope: PhaseScope, attempt: number): string {
+  return scope.iteration === undefined
+    ? keys.stagePhaseManifest(scope.runId, scope.phase, scope.shard, attempt)
+    : keys.phaseManifest(scope.runId, scope.iteration, scope.phase, scope.shard, attempt)
+}
+
+function progressKey(scope: PhaseScope, attempt: number): string {
+  return scope.iteration === undefined
+    ? keys.stagePhaseProgress(scope.runId, scope.phase, scope.shard, attempt)
+    : keys.phaseProgress(scope.runId, scope.iteration, scope.phase, scope.shard, attempt)
+}
+
+function sameInputs(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a).sort()
+  const kb = Object.keys(b).sort()
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k])
+}
+
+/** A manifest is reusable when it was made from the same config and inputs and its outputs are intact. */
+async function reusable<S>(
+  store: ArtifactStore,
+  manifest: PhaseManifest<S>,
+  configSha256: string,
+  inputs: Record<string, string>,
+) {
+  if (manifest.configSha256 !== configSha256 || !sameInputs(manifest.inputs, inputs)) return false
+  for (const output of Object.values(manifest.outputs)) {
+    const head = await store.head(output.key)
+    if (!head || head.sha256 !== output.sha256) return false
+  }
+  return true
+}
+
+const MAX_ATTEMPTS = 100
+
+export async function runPhase<S>(
+  deps: { store: ArtifactStore; counters?: PhaseCounters; now?: () => Date },
+  scope: PhaseScope,
+  spec: { configSha256: string; inputs: Record<string, string> },
+  compute: (ctx: PhaseContext) => Promise<{ outputs: Record<string, ObjectInfo>; stats: S }>,
+): Promise<PhaseResult<S>> {
+  const { store } = deps
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const key = manifestKey(scope, attempt)
+    if (await store.head(key)) {
+      const manifest = (await getJson(store, key)) as PhaseManifest<S>
+      if (await reusable(store, manifest, spec.configSha256, spec.inputs)) {
+        deps.counters?.count(scope.phase, true)
+        return { manifestKey: key, attempt, reused: true, outputs: manifest.outputs, stats: manifest.stats }
+      }
+      continue // made from another config or other inputs, or its outputs changed: keep it, try the next attempt
+    }
+    const progress = progressKey(scope, attempt)
+    const { outputs, stats } = await compute({
+      attempt,
+      loadProgress: async <T>() => ((await store.head(progress)) ? ((await getJson(store, progress)) as T) : undefined),
+      saveProgress: async (value) => {
+        await putJson(store, progress, value)
+      },
+    })
+    const manifest: PhaseManifest<S> = {
+      version: 1,
+      scope,
+      attempt,
+      configSha256: spec.configSha256,
+      inputs: spec.inputs,
+      outputs,
+      stats,
+      seedflowVersion: SEEDFLOW_VERSION,
+      createdAt: (deps.now ?? (() => new Date()))().toISOString(),
+    }
+    const written = await putJsonIfAbsent(store, key, manifest)
+    if (!written.created) {
+      // another worker finished this attempt first: its result stands if it matches, else go on
+      const theirs = (await getJson(store, key)) as PhaseManifest<S>
+      if (await reusable(store, theirs, spec.configSha256, spec.inputs)) {
+        deps.counters?.count(scope.phase, true)
+        return { manifestKey: key, attempt, reused: true, outputs: theirs.outputs, stats: theirs.stats }
+      }
+      continue
+    }
+    deps.counters?.count(scope.phase, false)
+    return { manifestKey: key, attempt, reused: false, outputs, stats }
+  }
+  throw new Error(`${scope.phase} shard ${scope.shard} of run ${scope.runId}: ${MAX_ATTEMPTS} attempts, none reusable`)
+}

@@ -17,6 +17,8 @@ export interface RuntimeConfig {
   /** In order of preference; default ['cpu']. A CUDA worker passes [{ name: 'cuda' }, 'cpu']. */
   executionProviders?: readonly ExecutionProvider[]
   graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all'
+  /** Write ORT's per-node profile (Chrome trace JSON) to files starting with this prefix. */
+  profilePrefix?: string
   /** Sessions kept, least recently used evicted first (default 32). */
   maxSessions?: number
 }
@@ -48,7 +50,9 @@ export function modelId(model: Uint8Array): string {
   return createHash('sha256').update(model).digest('hex')
 }
 
-export function resolvedConfig(config: RuntimeConfig = {}): Required<RuntimeConfig> {
+export function resolvedConfig(
+  config: RuntimeConfig = {},
+): Required<Omit<RuntimeConfig, 'profilePrefix'>> & Pick<RuntimeConfig, 'profilePrefix'> {
   const threads = config.threads ?? availableParallelism()
   if (!Number.isInteger(threads) || threads < 1)
     throw new EngineRuntimeError(`threads must be a positive integer, got ${threads}`)
@@ -57,6 +61,7 @@ export function resolvedConfig(config: RuntimeConfig = {}): Required<RuntimeConf
     executionProviders: config.executionProviders ?? ['cpu'],
     graphOptimizationLevel: config.graphOptimizationLevel ?? 'all',
     maxSessions: config.maxSessions ?? 32,
+    ...(config.profilePrefix ? { profilePrefix: config.profilePrefix } : {}),
   }
 }
 
@@ -87,6 +92,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
             ep === 'cpu' ? 'cpu' : { name: 'cuda', deviceId: ep.deviceId ?? 0 },
           ),
           logSeverityLevel: 3,
+          ...(cfg.profilePrefix ? { enableProfiling: true, profileFilePrefix: cfg.profilePrefix } : {}),
         }).catch((error: unknown) => {
           sessions.delete(id)
           throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)

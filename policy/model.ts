@@ -184,8 +184,9 @@ function decoder(
 function logSoftmaxScaled(m: Common, hidden: Value, invTemperature: Value): Value {
   const { op, c } = m
   const out = param(m, c.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight') // (V, C)
-  const logits = op.MatMul(hidden, op.Transpose(out, [1, 0])) // (…, V)
-  return op.LogSoftmax(op.Mul(logits, invTemperature), -1)
+  // (h / temperature) · Wᵀ = (h · Wᵀ) / temperature: scaling the (…, C) side costs V/C times less than the logits
+  const logits = op.MatMul(op.Mul(hidden, invTemperature), op.Transpose(out, [1, 0])) // (…, V)
+  return op.LogSoftmax(logits, -1)
 }
 
 /**

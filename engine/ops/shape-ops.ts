@@ -6,6 +6,7 @@ import {
   broadcastShapes,
   type Dim,
   formatShape,
+  isUnknownDim,
   normalizeAxis,
   numel,
   type Shape,
@@ -14,6 +15,51 @@ import {
 import { knownInts, sameDtype, sliceDim, staticLength } from './infer.ts'
 
 type Ints = readonly number[] | Value
+
+/** A dim as a number times named factors: 'T' → 1·[T], '2*T' → 2·[T], 8 → 8·[]; unknown dims → undefined. */
+function factors(d: Dim): { n: number; names: string[] } | undefined {
+  if (typeof d === 'number') return { n: d, names: [] }
+  if (isUnknownDim(d)) return undefined
+  let n = 1
+  const names: string[] = []
+  for (const part of d.split('*')) {
+    if (/^\d+$/.test(part)) n *= Number(part)
+    else names.push(part)
+  }
+  return { n, names }
+}
+
+/**
+ * The −1 of a Reshape when dims are symbolic: (product of the input dims) / (product of the other output dims),
+ * cancelling names, e.g. (B, KV, 2, T, D) → (0, 0, −1, D) gives 2*T, and back (0, 0, 2, −1, D) gives T.
+ * Undefined when the names do not cancel.
+ */
+function symbolicQuotient(input: readonly Dim[], others: readonly Dim[]): Dim | undefined {
+  let n = 1
+  const names: string[] = []
+  for (const d of input) {
+    const f = factors(d)
+    if (!f) return undefined
+    n *= f.n
+    names.push(...f.names)
+  }
+  let divisor = 1
+  for (const d of others) {
+    const f = factors(d)
+    if (!f) return undefined
+    divisor *= f.n
+    for (const name of f.names) {
+      const at = names.indexOf(name)
+      if (at < 0) return undefined
+      names.splice(at, 1)
+    }
+  }
+  if (divisor === 0 || n % divisor !== 0) return undefined
+  n /= divisor
+  if (names.length === 0) return n
+  names.sort()
+  return n === 1 && names.length === 1 ? (names[0] as string) : [...(n === 1 ? [] : [String(n)]), ...names].join('*')
+}
 
 export const Reshape = defineOp({
   opType: 'Reshape',
@@ -35,7 +81,13 @@ export const Reshape = defineOp({
           throw new ShapeError(`Reshape: cannot reshape ${formatShape(x.shape)} to ${formatShape(known)}`)
         }
         out[inferred] = total / rest
-      } else out[inferred] = unknownDim()
+      } else {
+        out[inferred] =
+          symbolicQuotient(
+            x.shape,
+            out.filter((_, i) => i !== inferred),
+          ) ?? unknownDim()
+      }
     } else {
       const a = numel(x.shape)
       const b = numel(out)

@@ -102,3 +102,15 @@ describe('causalMask', () => {
     assert.deepEqual(await mask(2, 4), [1, 1, 1, 0, 1, 1, 1, 1])
   })
 })
+
+describe('Reshape shape inference with symbolic dims', () => {
+  it('names the −1 by cancelling names: (B, KV, 2, T, D) ↔ (B, KV, 2*T, D)', () => {
+    const op = createBuilder(new Graph('reshape'))
+    const x = op.input('x', 'float32', ['B', 4, 2, 'T', 8])
+    const stacked = op.Reshape(x, [0, 0, -1, 8])
+    assert.deepEqual(stacked.shape, ['B', 4, '2*T', 8])
+    assert.deepEqual(op.Reshape(stacked, [0, 0, 2, -1, 8]).shape, ['B', 4, 2, 'T', 8])
+    const one = op.input('y', 'float32', ['B', 4, 1, 'T', 8])
+    assert.deepEqual(op.Reshape(one, [0, 0, -1, 8]).shape, ['B', 4, 'T', 8])
+  })
+})

@@ -1,0 +1,207 @@
+// The SEED workflows on the real dev server with stand-in activities (object literals typed as the pipeline's
+// activities), asserting the sequence of phase calls per algorithm row and the continue-as-new hand-off.
+// The end-to-end run with the real activities is a separate test.
+import assert from 'node:assert/strict'
+import { writeFile } from 'node:fs/promises'
+import { after, before, describe, it } from 'node:test'
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
+import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/pipeline-types.ts'
+import type { AlgorithmName } from '../../seed/algorithms.ts'
+import { WORKFLOWS_PATH } from '../../workers/local.ts'
+import { TASK_QUEUES } from '../../workers/task-queues.ts'
+import { seedRun } from '../../workflows/index.ts'
+import { historyFixture } from '../workflows/history-fixtures.ts'
+import { testServers } from './servers.ts'
+
+const calls: string[] = []
+const ref = (key: string) => ({ key, sha256: 'f'.repeat(64), bytes: 1 })
+const checkpoint = (name: string): CheckpointRef => ({ prefix: `${name}/`, sha256: name.padEnd(64, '0') })
+const summary = (key: string, outputs: Record<string, string>, stats: Record<string, number> = {}): PhaseSummary => ({
+  manifestKey: `${key}.manifest.json`,
+  reused: false,
+  outputs: Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, ref(v)])),
+  stats,
+})
+
+const activities: PipelineActivities = {
+  async planRun({ runId, config }) {
+    calls.push('planRun')
+    const c = config as RunPlan
+    return { run: { runId, configSha256: 'c'.repeat(64) }, plan: { ...c }, record: ref(`runs/${runId}/run.json`) }
+  },
+  async prepare() {
+    calls.push('prepare')
+    return { ...summary('prepare', {}), checkpoint: checkpoint('base') }
+  },
+  async stage1() {
+    calls.push('stage1')
+    return { ...summary('stage1', {}), checkpoint: checkpoint('sft') }
+  },
+  async snapshot({ iteration, acting, analyzer }) {
+    calls.push(`snapshot:${iteration}:${acting.prefix}:${analyzer?.prefix ?? '-'}`)
+    return ref(`snapshot-${iteration}`)
+  },
+  async rollout({ iteration, shard }) {
+    calls.push(`rollout:${iteration}:${shard}`)
+    return summary('rollout', { rollouts: `r-${iteration}-${shard}` }, { success: 0.25 * (shard + 1) })
+  },
+  async analyze({ iteration, shard, rollouts }) {
+    calls.push(`analyze:${iteration}:${shard}:${rollouts.key}`)
+    return summary('analyze', { skills: `s-${iteration}-${shard}` }, { parse_rate: 1 })
+  },
+  async rescore({ iteration, rollouts, skills }) {
+    calls.push(`rescore:${iteration}:${rollouts.length}:${skills.length}`)
+    return summary('rescore', { rescore: `sc-${iteration}` })
+  },
+  async update({ iteration, rescore }) {
+    calls.push(`update:${iteration}:${rescore.key}`)
+    return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
+  },
+  async evaluate({ label, checkpoint: ck }) {
+    calls.push(`evaluate:${label}:${ck.prefix}`)
+    return summary('evaluate', {}, { success: 0.5 })
+  },
+}
+
+/** Shards of one fan-out run concurrently: order each consecutive run of `phase:iteration:*` calls. */
+function inShardOrder(list: readonly string[]): string[] {
+  const out: string[] = []
+  let group: string[] = []
+  const head = (c: string) => c.split(':').slice(0, 2).join(':')
+  for (const c of list) {
+    if (group.length > 0 && head(group[0] as string) !== head(c)) {
+      out.push(...group.sort())
+      group = []
+    }
+    group.push(c)
+  }
+  return [...out, ...group.sort()]
+}
+
+function plan(algorithm: AlgorithmName, overrides: Partial<RunPlan> = {}): RunPlan {
+  return { algorithm, env: 'sokoban', iterations: 2, shards: 2, evalEvery: 1, iterationsPerRun: 1, ...overrides }
+}
+
+describe('seedRun and seedIteration on the real dev server (stand-in activities)', () => {
+  let connection: NativeConnection
+  let workers: Worker[]
+  let running: Promise<void>[]
+  let clientConnection: Connection
+  let client: Client
+
+  before(async () => {
+    Runtime.install({ logger: new DefaultLogger('WARN') })
+    connection = await NativeConnection.connect({ address: testServers().temporalAddress })
+    workers = await Promise.all([
+      Worker.create({ connection, taskQueue: TASK_QUEUES.control, workflowsPath: WORKFLOWS_PATH, activities }),
+      Worker.create({ connection, taskQueue: TASK_QUEUES.rollout, activities }),
+      Worker.create({ connection, taskQueue: TASK_QUEUES.train, activities }),
+    ])
+    running = workers.map((w) => w.run())
+    clientConnection = await Connection.connect({ address: testServers().temporalAddress })
+    client = new Client({ connection: clientConnection })
+  })
+
+  after(async () => {
+    for (const w of workers ?? []) w.shutdown()
+    await Promise.all(running ?? [])
+    await connection?.close()
+    await clientConnection?.close()
+  })
+
+  it('runs seed: Stage 1, then snapshot → rollout → analyze → rescore → update per iteration, continuing as new', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'seed-row',
+      args: [{ runId: 'seed-row', config: plan('seed') }],
+    })
+    const firstRunId = handle.firstExecutionRunId
+    const result = await handle.result()
+    const iteration = (k: number, acting: string) => [
+      `snapshot:${k}:${acting}:${acting}`,
+      `rollout:${k}:0`,
+      `rollout:${k}:1`,
+      `analyze:${k}:0:r-${k}-0`,
+      `analyze:${k}:1:r-${k}-1`,
+      `rescore:${k}:2:2`,
+      `update:${k}:sc-${k}`,
+      `evaluate:iteration ${k}:it${k}/`,
+    ]
+    assert.deepEqual(inShardOrder(calls), [
+      'planRun',
+      'prepare',
+      'evaluate:base:base/',
+      'stage1',
+      'evaluate:stage 1:sft/',
+      ...iteration(0, 'sft/'),
+      ...iteration(1, 'it0/'),
+    ])
+    assert.deepEqual(result.checkpoint, checkpoint('it1'))
+    assert.deepEqual(
+      result.evaluations.map((e) => e.label),
+      ['base', 'stage 1', 'iteration 0', 'iteration 1'],
+    )
+    const first = await client.workflow.getHandle('seed-row', firstRunId).describe()
+    assert.equal(first.status.name, 'CONTINUED_AS_NEW')
+    const child = await client.workflow.getHandle('seed-row/iter-1').describe()
+    assert.equal(child.status.name, 'COMPLETED')
+  })
+
+  it('runs grpo from the base checkpoint: no Stage 1, no analyze, no analyzer', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'grpo-row',
+      args: [{ runId: 'grpo-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    await handle.result()
+    if (process.env.SEEDFLOW_RECORD_HISTORIES === '1') {
+      await writeFile(historyFixture('seed-run-grpo'), `${historyToJSON(await handle.fetchHistory())}\n`)
+    }
+    assert.deepEqual(inShardOrder(calls), [
+      'planRun',
+      'prepare',
+      'evaluate:base:base/',
+      'snapshot:0:base/:-',
+      'rollout:0:0',
+      'rollout:0:1',
+      'rescore:0:2:0',
+      'update:0:sc-0',
+      'evaluate:iteration 0:it0/',
+    ])
+  })
+
+  it('has seed-static analyze with the Stage 1 weights while π_k acts', async () => {
+    calls.length = 0
+    await client.workflow.execute(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'static-row',
+      args: [{ runId: 'static-row', config: plan('seed-static', { iterations: 2, iterationsPerRun: 10 }) }],
+    })
+    assert.ok(calls.includes('snapshot:1:it0/:sft/'), calls.join(', '))
+  })
+
+  it('only evaluates for skill-prompt (no RL)', async () => {
+    calls.length = 0
+    await client.workflow.execute(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'prompt-row',
+      args: [{ runId: 'prompt-row', config: plan('skill-prompt') }],
+    })
+    assert.deepEqual(calls, ['planRun', 'prepare', 'evaluate:base:base/'])
+  })
+
+  it('fails at once, without retrying, when the run id differs from the workflow id', async () => {
+    await assert.rejects(
+      client.workflow.execute(seedRun, {
+        taskQueue: TASK_QUEUES.control,
+        workflowId: 'mismatch',
+        args: [{ runId: 'other', config: plan('seed') }],
+      }),
+      (e: unknown) => e instanceof WorkflowFailedError && (e.cause as { type?: string }).type === 'InvalidRunConfig',
+    )
+  })
+})

@@ -1,0 +1,12 @@
+import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
+import { test } from 'node:test'
+import { Worker } from '@temporalio/worker'
+import { WORKFLOWS_PATH } from '../../workers/local.ts'
+import { historyFixture } from './history-fixtures.ts'
+
+test('seedRun (grpo row, one iteration with a child) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-grpo'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'grpo-row')
+})

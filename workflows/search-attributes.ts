@@ -1,0 +1,8 @@
+// Deterministic: runs in the workflow sandbox. The custom search attributes of DESIGN.md section 9.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common'
+
+export const SEED_ITERATION = defineSearchAttributeKey('SeedIteration', SearchAttributeType.INT)
+export const SEED_PHASE = defineSearchAttributeKey('SeedPhase', SearchAttributeType.KEYWORD)
+export const SEED_ENV = defineSearchAttributeKey('SeedEnv', SearchAttributeType.KEYWORD)
+export const SEED_ALGORITHM = defineSearchAttributeKey('SeedAlgorithm', SearchAttributeType.KEYWORD)
+export const SEED_SUCCESS_RATE = defineSearchAttributeKey('SeedSuccessRate', SearchAttributeType.DOUBLE)

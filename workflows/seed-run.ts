@@ -1,0 +1,122 @@
+// Deterministic: runs in the workflow sandbox. A whole run: plan → prepare → Stage 1 (rows that start from it)
+// → one child seedIteration per outer iteration → evaluations; continues as new every few iterations, carrying
+// the whole run state.
+import {
+  ApplicationFailure,
+  continueAsNew,
+  executeChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow'
+import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
+import { ALGORITHMS, needsStage1 } from '../seed/algorithms.ts'
+import { control, rolloutQueue, trainQueue } from './activity-proxies.ts'
+import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
+import { seedIteration } from './seed-iteration.ts'
+
+export interface Evaluation {
+  label: string
+  iteration: number
+  success: number
+  manifestKey: string
+}
+
+/** Everything a continued run needs; carried by continueAsNew. */
+export interface RunState {
+  run: RunRef
+  plan: RunPlan
+  /** The next iteration to run. */
+  iteration: number
+  acting: CheckpointRef
+  reference: CheckpointRef
+  /** Analyzer for rows whose skills come from fixed weights (seed-static: π_0). */
+  fixedAnalyzer: CheckpointRef | null
+  evaluations: Evaluation[]
+}
+
+export interface SeedRunInput {
+  runId: string
+  config: unknown
+  /** Set by continueAsNew only. */
+  state?: RunState
+}
+
+export interface SeedRunResult {
+  runId: string
+  checkpoint: CheckpointRef
+  evaluations: Evaluation[]
+}
+
+export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
+  const { workflowId } = workflowInfo()
+  if (input?.runId !== workflowId) {
+    throw ApplicationFailure.nonRetryable(
+      `runId: ${JSON.stringify(input?.runId)} differs from the workflow id ${JSON.stringify(workflowId)}`,
+      'InvalidRunConfig',
+    )
+  }
+  const state = input.state ?? (await start(input))
+  const first = state.iteration
+  const row = ALGORITHMS[state.plan.algorithm]
+  while (row.rl && state.iteration < state.plan.iterations) {
+    const k = state.iteration
+    const analyzer = row.analyzer === 'current' ? state.acting : row.analyzer === 'stage1' ? state.fixedAnalyzer : null
+    const result = await executeChild(seedIteration, {
+      workflowId: `${state.run.runId}/iter-${k}`,
+      args: [
+        { run: state.run, plan: state.plan, iteration: k, acting: state.acting, reference: state.reference, analyzer },
+      ],
+    })
+    state.acting = result.checkpoint
+    state.iteration = k + 1
+    const last = state.iteration === state.plan.iterations
+    if (last || state.iteration % state.plan.evalEvery === 0) await evaluate(state, `iteration ${k}`, k)
+    if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
+      await continueAsNew<typeof seedRun>({ runId: input.runId, config: input.config, state })
+    }
+  }
+  upsertSearchAttributes([{ key: SEED_PHASE, value: 'done' }])
+  return { runId: state.run.runId, checkpoint: state.acting, evaluations: state.evaluations }
+}
+
+/** Plan the run, make the base checkpoint, run Stage 1 where the row starts from it, evaluate both. */
+async function start(input: SeedRunInput): Promise<RunState> {
+  upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
+  const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
+  upsertSearchAttributes([
+    { key: SEED_ENV, value: plan.env },
+    { key: SEED_ALGORITHM, value: plan.algorithm },
+  ])
+  const row = ALGORITHMS[plan.algorithm]
+  const base = await trainQueue.prepare({ run })
+  const state: RunState = {
+    run,
+    plan,
+    iteration: 0,
+    acting: base.checkpoint,
+    reference: base.checkpoint,
+    fixedAnalyzer: null,
+    evaluations: [],
+  }
+  await evaluate(state, 'base', -1)
+  if (needsStage1(row)) {
+    upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
+    const sft = await trainQueue.stage1({ run, base: base.checkpoint })
+    state.acting = sft.checkpoint
+    state.reference = sft.checkpoint
+    state.fixedAnalyzer = sft.checkpoint
+    await evaluate(state, 'stage 1', -1)
+  }
+  return state
+}
+
+async function evaluate(state: RunState, label: string, iteration: number): Promise<void> {
+  upsertSearchAttributes([
+    { key: SEED_PHASE, value: 'evaluate' },
+    { key: SEED_ITERATION, value: Math.max(iteration, 0) },
+  ])
+  const result = await rolloutQueue.evaluate({ run: state.run, iteration, label, checkpoint: state.acting })
+  const success = result.stats.success ?? Number.NaN
+  state.evaluations.push({ label, iteration, success, manifestKey: result.manifestKey })
+  if (Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
+}

@@ -3,11 +3,11 @@
 // `createWorkerEngine` runs them in a worker thread so the caller's event loop stays free.
 import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import type { DType } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
+import { startThread } from './thread.ts'
 
 export type ExecutionProvider = 'cpu' | { name: 'cuda'; deviceId?: number }
 
@@ -150,65 +150,24 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   }
 }
 
-interface WorkerReply {
-  id: number
-  ok: boolean
-  value?: unknown
-  error?: { name: string; message: string }
-}
-
 /**
  * Runs models in a dedicated worker thread that owns the sessions; the caller's event loop stays free
  * while a model runs. Outputs come back as transferred buffers (no copy).
  */
 export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
   const cfg = resolvedConfig(config)
-  // the worker loads TypeScript through tsx, registered inside the worker (an --import in execArgv is not
-  // applied to worker threads on Node 20)
-  const boot = `const { workerData } = require('node:worker_threads')
-import(workerData.tsx).then((tsx) => { tsx.register(); return import(workerData.entry) })`
-  const workerData = {
-    config: cfg,
-    entry: new URL('./runtime-worker.ts', import.meta.url).href,
-    tsx: import.meta.resolve('tsx/esm/api'),
+  const thread = startThread(new URL('./runtime-worker.ts', import.meta.url), { config: cfg }, 'engine')
+  let closed = false
+  const call = async <T>(type: string, payload: unknown, transfer: ArrayBuffer[] = []): Promise<T> => {
+    try {
+      return await thread.call<T>(type, payload, { transfer })
+    } catch (error) {
+      const e = error as Error
+      throw Object.assign(new EngineRuntimeError(e.message), {
+        name: e.name === 'Error' ? 'EngineRuntimeError' : e.name,
+      })
+    }
   }
-  const worker = new Worker(boot, { eval: true, workerData })
-  worker.unref()
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
-  let nextId = 0
-  let dead: Error | undefined
-
-  const failAll = (error: Error) => {
-    dead = error
-    for (const p of pending.values()) p.reject(error)
-    pending.clear()
-  }
-  worker.on('message', (reply: WorkerReply) => {
-    const p = pending.get(reply.id)
-    if (!p) return
-    pending.delete(reply.id)
-    if (pending.size === 0) worker.unref()
-    if (reply.ok) p.resolve(reply.value)
-    else
-      p.reject(
-        Object.assign(new EngineRuntimeError(reply.error?.message ?? 'worker error'), {
-          name: reply.error?.name ?? 'EngineRuntimeError',
-        }),
-      )
-  })
-  worker.on('error', (error) => failAll(new EngineRuntimeError(`engine worker failed: ${error.message}`)))
-  worker.on('exit', (code) => failAll(new EngineRuntimeError(`engine worker exited with code ${code}`)))
-
-  const call = <T>(type: string, payload: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<T> => {
-    if (dead) return Promise.reject(dead)
-    const id = nextId++
-    return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      worker.ref()
-      worker.postMessage({ id, type, ...payload }, transfer)
-    })
-  }
-
   return {
     load: (model) => call<ModelHandle>('load', { model }),
     run(model, feeds, options = {}) {
@@ -217,10 +176,10 @@ import(workerData.tsx).then((tsx) => { tsx.register(); return import(workerData.
     },
     release: (model) => call<void>('release', { model }),
     async close() {
-      if (dead) return
+      if (closed) return
+      closed = true
       await call<void>('close', {})
-      dead = new EngineRuntimeError('engine closed')
-      await worker.terminate()
+      await thread.terminate()
     },
   }
 }

@@ -63,6 +63,7 @@ export async function generate(
   if (sampling === 'in-graph' && topP < 1)
     throw new RangeError(`in-graph sampling draws from the whole distribution; top-p ${topP} needs 'logprobs'`)
   const handle = await model.decodeModel(sampling)
+  const prefillHandle = await model.decodeModel(sampling, true)
   const base = model.baseFeeds()
   const invTemperature = model.float([], [1 / options.temperature])
   const buffer = (n: number) => (model.dtype === 'float64' ? new Float64Array(n) : new Float32Array(n))
@@ -99,7 +100,14 @@ export async function generate(
       [IO.positions]: tensor('int64', [B, tq], stepPositions),
       [IO.valid]: model.float([B, tq], stepValid),
       [IO.invTemperature]: invTemperature,
-      [IO.cacheValid]: model.float([B, S], cacheValid),
+    }
+    const prefill = slot === 0 // the cache is still empty: the prefill graph takes no cache inputs
+    if (!prefill) {
+      feeds[IO.cacheValid] = model.float([B, S], cacheValid)
+      for (let l = 0; l < c.numLayers; l++) {
+        feeds[IO.cacheK(l)] = tensor(model.dtype, [B, KV, D, S], kT[l] as Float32Array)
+        feeds[IO.cacheV(l)] = tensor(model.dtype, [B, KV, S, D], vC[l] as Float32Array)
+      }
     }
     if (sampling === 'in-graph') {
       // one uniform per sequence that will sample from this run's output, drawn before the run
@@ -107,11 +115,7 @@ export async function generate(
         uniform[b] = active[b] && !options.greedy ? (options.rngs[b] as UniformSource).next() : 0
       feeds[IO.uniform] = model.float([B], uniform)
     }
-    for (let l = 0; l < c.numLayers; l++) {
-      feeds[IO.cacheK(l)] = tensor(model.dtype, [B, KV, D, S], kT[l] as Float32Array)
-      feeds[IO.cacheV(l)] = tensor(model.dtype, [B, KV, S, D], vC[l] as Float32Array)
-    }
-    const out = await model.engine.run(handle, feeds)
+    const out = await model.engine.run(prefill ? prefillHandle : handle, feeds)
     // write the new keys (B, KV, D, tq) and values (B, KV, tq, D) into slots [slot, slot + tq)
     for (let l = 0; l < c.numLayers; l++) {
       const nk = out[IO.newK(l)]?.data as Float32Array

@@ -207,18 +207,23 @@ export function buildDecodeGraph(
   c: ModelConfig,
   dtype: FloatType = 'float32',
   sampling: DecodeSampling = 'logprobs',
+  options: { prefill?: boolean } = {},
 ): Graph {
-  const graph = new Graph(`decode-${sampling}`)
+  const graph = new Graph(`${options.prefill ? 'prefill' : 'decode'}-${sampling}`)
   const op = createBuilder(graph)
   const m = declare(op, c, dtype, 'T')
   const invTemperature = op.input(IO.invTemperature, dtype, [])
-  const cacheValid = op.input(IO.cacheValid, dtype, ['B', 'S'])
-  const cacheMask = op.Unsqueeze(op.Mul(op.Sub(cacheValid, 1), -MASKED), [1, 2]) // (B, 1, 1, S)
-  const caches = Array.from({ length: c.numLayers }, (_, l) => ({
-    kT: op.input(IO.cacheK(l), dtype, ['B', c.numKvHeads, c.headDim, 'S']),
-    v: op.input(IO.cacheV(l), dtype, ['B', c.numKvHeads, 'S', c.headDim]),
-    mask: cacheMask,
-  }))
+  // prefill starts from an empty cache: attending only among the prompt tokens skips S masked slots per query
+  let caches: Array<LayerCache & { mask: Value }> | undefined
+  if (!options.prefill) {
+    const cacheValid = op.input(IO.cacheValid, dtype, ['B', 'S'])
+    const cacheMask = op.Unsqueeze(op.Mul(op.Sub(cacheValid, 1), -MASKED), [1, 2]) // (B, 1, 1, S)
+    caches = Array.from({ length: c.numLayers }, (_, l) => ({
+      kT: op.input(IO.cacheK(l), dtype, ['B', c.numKvHeads, c.headDim, 'S']),
+      v: op.input(IO.cacheV(l), dtype, ['B', c.numKvHeads, 'S', c.headDim]),
+      mask: cacheMask,
+    }))
+  }
   const { hidden, newK, newV } = decoder(m, caches)
   const T = op.Reshape(op.dim(hidden, 1), [1])
   const last = op.Slice(hidden, op.Sub(T, op.ints([1])), T, [1]) // (B, 1, C)

@@ -47,7 +47,7 @@ export class PolicyModel {
   weights: Map<string, Float32Array>
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
-  #decode = new Map<DecodeSampling, Promise<ModelHandle>>()
+  #decode = new Map<string, Promise<ModelHandle>>()
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
 
@@ -83,11 +83,13 @@ export class PolicyModel {
     return feeds
   }
 
-  decodeModel(sampling: DecodeSampling = 'logprobs'): Promise<ModelHandle> {
-    let handle = this.#decode.get(sampling)
+  /** The decode graph for steps over a cache, or (`prefill`) for a prompt with an empty cache. */
+  decodeModel(sampling: DecodeSampling = 'logprobs', prefill = false): Promise<ModelHandle> {
+    const key = `${sampling}/${prefill}`
+    let handle = this.#decode.get(key)
     if (!handle) {
-      handle = this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling)))
-      this.#decode.set(sampling, handle)
+      handle = this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill })))
+      this.#decode.set(key, handle)
     }
     return handle
   }

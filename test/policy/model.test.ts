@@ -30,11 +30,11 @@ describe('policy model graphs', () => {
     const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
     // record the decode graph's distribution at every step by sampling with temperature 1
     const steps: Float64Array[][] = PROMPTS.map(() => [])
-    const handle = await model.decodeModel('logprobs')
+    const handles = [await model.decodeModel('logprobs', true), await model.decodeModel('logprobs')] // prefill, steps
     const run = engine.run.bind(engine)
     engine.run = async (h, feeds, options) => {
       const out = await run(h, feeds, options)
-      if (h === handle) {
+      if (handles.includes(h)) {
         const lp = out[IO.logprobs]?.data as Float32Array
         for (let b = 0; b < PROMPTS.length; b++) {
           steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize)))

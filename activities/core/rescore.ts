@@ -58,11 +58,7 @@ export interface RescoreResult {
  * Scores every step sample under `policy` (old, teacher) and `reference` (ref; the policy itself when null,
  * which is the first iteration of a row whose reference is its start checkpoint).
  */
-export async function rescore(
-  policy: Policy,
-  reference: Policy | null,
-  input: RescoreInput,
-): Promise<RescoreResult> {
+export async function rescore(policy: Policy, reference: Policy | null, input: RescoreInput): Promise<RescoreResult> {
   const started = performance.now()
   const samples: ScoredSample[] = []
   const fits: FitResult[] = []

@@ -109,7 +109,17 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       const id = all.length
       const episode = env.reset(task)
       all.push({
-        traj: { id, group, sample, task, steps: [], trajectory: episode.trajectory(), won: false, score: 0, totalReward: 0 },
+        traj: {
+          id,
+          group,
+          sample,
+          task,
+          steps: [],
+          trajectory: episode.trajectory(),
+          won: false,
+          score: 0,
+          totalReward: 0,
+        },
         episode,
         rng: mulberry32(mixSeed(input.seed, id)),
         skill: input.actingSkills?.[group] ?? null,

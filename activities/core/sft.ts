@@ -36,7 +36,11 @@ export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
   const acting: SupervisedExample[] = input.trajectories.flatMap((t) =>
     t.steps.map((s) => ({ context: s.promptIds, response: s.responseIds })),
   )
-  const { losses: _losses, optimizerState: _state, ...result } = await supervisedTrain(
+  const {
+    losses: _losses,
+    optimizerState: _state,
+    ...result
+  } = await supervisedTrain(
     policy,
     [
       { name: 'skill', examples: skill, share: 1 - input.settings.actingMix },

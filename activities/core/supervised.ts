@@ -78,8 +78,7 @@ export async function supervisedTrain(
   for (let step = 0; step < settings.steps; step++) {
     const batch: SupervisedExample[] = []
     for (let i = 0; i < settings.batchSize; i++) {
-      let u = rng.next() * total
-      const pool = live.find((p) => (u -= p.share) < 0) ?? live[live.length - 1]!
+      const pool = pickPool(live, rng.next() * total)
       batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
     }
     const tb = policy.model.tokenBatch(batch, 1)
@@ -103,4 +102,14 @@ export async function supervisedTrain(
     optimizerState: optimizer.state(),
     seconds: (performance.now() - started) / 1000,
   }
+}
+
+/** The pool whose share interval holds `u` ∈ [0, Σ shares). */
+function pickPool(pools: readonly ExamplePool[], u: number): ExamplePool {
+  let rest = u
+  for (const pool of pools) {
+    rest -= pool.share
+    if (rest < 0) return pool
+  }
+  return pools[pools.length - 1]!
 }

@@ -236,13 +236,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
   const perMiniBatch: MiniBatchMetrics[] = []
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
     const batch = samples.slice(from, from + settings.miniBatchSize)
-    const feeds = actorFeeds(
-      policy,
-      batch,
-      advantages.subarray(from, from + batch.length),
-      terms,
-      settings.temperature,
-    )
+    const feeds = actorFeeds(policy, batch, advantages.subarray(from, from + batch.length), terms, settings.temperature)
     const step = await trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm)
     const o = step.outputs
     const m: MiniBatchMetrics = {

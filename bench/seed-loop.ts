@@ -93,6 +93,7 @@ const ws = await warmstart(engine, {
   warmstart: config.warmstart!,
   evaluation: config.evaluation,
   seed: config.seed,
+  onCheck: (c) => log(`warm-start check at step ${c.step}: validation success ${(100 * c.successRate).toFixed(1)}%`),
 })
 log('warm-start', JSON.stringify(ws.stats))
 const warmPolicy = loadPolicy(engine, ws.checkpoint)

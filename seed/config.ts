@@ -58,7 +58,7 @@ const ImportedModel = z.object({
 const PromptSettings = z.object({
   /** The environment's compact prompt (short instructions, at most one history step). */
   compact: z.boolean(),
-  /** Writes tab-separated cell grids (` # \t`) as plain rows (`#`): a documented compact rendering. */
+  /** Grids as one token per cell (`# # O X`) in step prompts, dense rows in analyzer prompts (prompts.ts). */
   compactGrids: z.boolean(),
   /** History entries kept in the step prompt (fewer than the environment renders: the oldest are dropped). */
   historyWindow: int(0),
@@ -385,7 +385,7 @@ export function paperPreset(env: RunEnvName, folder: string, algorithm: Algorith
 
 /**
  * The built-in tiny model on Sokoban, sized for 2 CPU cores (cpu-scale notes): a ~0.7M-parameter decoder, the
- * compact prompt with plain grid rows (~105 tokens), skill-augmented prompts (~240) and analyzer prompts
+ * compact prompt with one token per grid cell (~180 tokens), skill-augmented prompts (~310) and analyzer prompts
  * (oldest steps dropped past 400 tokens) inside 640 positions; behaviour cloning stopped early so that RL starts
  * from an imperfect policy; lr and per-episode weighting from the prototype, not the paper.
  */
@@ -404,7 +404,7 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
       maxPositions: 640,
       vocabSize: 1024,
     },
-    prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 320, maxResponseTokens: 24 },
+    prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 400, maxResponseTokens: 24 },
     warmstart: {
       demoTasks: 1500,
       mistakeRate: 0.25,

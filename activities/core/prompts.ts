@@ -13,9 +13,16 @@ import {
 } from '../../seed/index.ts'
 import { CorePhaseError, type PromptCodec } from './policy.ts'
 
-/** ` # \t` cells (RAGEN / verl-agent grids) written as `#`; other text unchanged. */
+/**
+ * Grid rows written as `# # O X _ #`: one byte-level BPE token per cell (a space-led symbol), so every cell
+ * has the same token pattern wherever it sits. Rewrites rows of ` # \t` cells (RAGEN / verl-agent grids) and
+ * rows already written without separators (a line of 3+ symbols and capitals, no spaces, lowercase or digits,
+ * as compact prompts render them); other text is unchanged. Opt-in (`compactGrids`), for grid environments.
+ */
 export function compactGrid(text: string): string {
-  return text.replace(/ (\S) \t/g, '$1')
+  return text
+    .replace(/(?: \S \t)+/g, (row) => row.replace(/ (\S) \t/g, ' $1').trimStart())
+    .replace(/^[^\sa-z0-9]{3,}$/gmu, (row) => [...row].join(' '))
 }
 
 /** Keeps the newest `window` history entries of a rendered prompt. */
@@ -32,9 +39,12 @@ export function stepPrompt(episode: Episode, settings: PromptSettings): string {
   return keepHistory(text, settings.historyWindow)
 }
 
-/** Observations as the analyzer sees them, in the same rendering as the step prompts. */
+/**
+ * Observations as the analyzer sees them: with `compactGrids`, grids as dense rows (`##OX_#`, the environment's
+ * own compact form), since a whole trajectory of them must fit the analyzer's budget.
+ */
 export function analyzerObservation(observation: string, settings: PromptSettings): string {
-  return settings.compactGrids ? compactGrid(observation) : observation
+  return settings.compactGrids ? observation.replace(/ (\S) \t/g, '$1') : observation
 }
 
 export class PromptBudgetError extends CorePhaseError {

@@ -34,6 +34,8 @@ export interface WarmstartInput {
   /** Early-stopping evaluations use its temperature and step cap, on the validation split. */
   evaluation: Pick<EvaluationConfig, 'temperature' | 'maxEnvSteps'>
   seed: number
+  /** Told each validation check as it happens (progress for heartbeats and scripts). */
+  onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
 }
 
 export interface WarmstartStats {
@@ -183,6 +185,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       check: async (step) => {
         const r = await validationSuccess(policy, input, step)
         checks.push({ step, successRate: r })
+        input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
         return r >= ws.targetSuccess
       },
     },

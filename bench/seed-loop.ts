@@ -1,7 +1,8 @@
 // The training core end to end on sokoban, in process (no Temporal, no store): warm-start → Stage 1 → K Stage 2
 // iterations of row `seed` (and, with COMPARE_GRPO=1, K iterations of `grpo` from the same warm-start), with
 // held-out evaluations of the warm-start, Stage 1 and final checkpoints. Settings: the CPU sokoban preset,
-// overridable by environment variables (ITERATIONS, EVAL_TASKS, WS_STEPS, S1_STEPS, COMPARE_GRPO, THREADS).
+// overridable by environment variables (ITERATIONS, EVAL_TASKS, HISTORY, WS_STEPS, WS_BATCH, WS_LR, S1_STEPS,
+// COMPARE_GRPO, THREADS).
 // Usage: npm run bench:seed-loop
 import { writeFileSync } from 'node:fs'
 import {
@@ -27,7 +28,13 @@ const envNumber = (name: string, fallback: number) => Number(process.env[name] ?
 const base = cpuSokobanPreset('seed')
 const config: RunConfig = {
   ...base,
-  warmstart: { ...base.warmstart!, steps: envNumber('WS_STEPS', base.warmstart!.steps) },
+  prompt: { ...base.prompt, historyWindow: envNumber('HISTORY', base.prompt.historyWindow) },
+  warmstart: {
+    ...base.warmstart!,
+    steps: envNumber('WS_STEPS', base.warmstart!.steps),
+    batchSize: envNumber('WS_BATCH', base.warmstart!.batchSize),
+    lr: envNumber('WS_LR', base.warmstart!.lr),
+  },
   stage1: { ...base.stage1, steps: envNumber('S1_STEPS', base.stage1.steps) },
   stage2: { ...base.stage2, iterations: envNumber('ITERATIONS', base.stage2.iterations) },
   evaluation: { ...base.evaluation, tasks: envNumber('EVAL_TASKS', base.evaluation.tasks) },

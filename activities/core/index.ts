@@ -1,0 +1,52 @@
+// The training core of a SEED run as plain functions over an engine and in-memory values (no store, no
+// Temporal): the activities wrap these with artifact I/O and idempotency.
+export {
+  type AnalyzeInput,
+  type AnalyzeResult,
+  type AnalyzeStats,
+  analyze,
+  analyzerEpisode,
+  annotateWithOracle,
+  oracleAnswer,
+  type SkillRecord,
+} from './analyze.ts'
+export { type EvaluateInput, type EvaluationResult, evaluate } from './evaluate.ts'
+export {
+  type IterationInput,
+  type IterationModels,
+  type IterationResult,
+  rawHindsightBlocks,
+  runIteration,
+} from './iteration.ts'
+export { CorePhaseError, loadPolicy, type Policy, type PromptCodec, promptCodec, toCheckpoint } from './policy.ts'
+export { compactGrid, fitPrompt, keepHistory, PromptBudgetError, stepPrompt } from './prompts.ts'
+export { type RescoreInput, type RescoreResult, type RescoreStats, rescore, type ScoredSample } from './rescore.ts'
+export {
+  type RolloutInput,
+  type RolloutResult,
+  type RolloutStats,
+  type RolloutStep,
+  type RolloutTrajectory,
+  rollout,
+  sampleTasks,
+} from './rollout.ts'
+export { type SftInput, type SftStats, sft, skillPairs } from './sft.ts'
+export {
+  type ExamplePool,
+  type SupervisedExample,
+  type SupervisedResult,
+  type SupervisedSettings,
+  supervisedTrain,
+} from './supervised.ts'
+export {
+  actorFeeds,
+  loadActorTrainModel,
+  type MiniBatchMetrics,
+  sampleAdvantages,
+  type UpdateInput,
+  type UpdateMetrics,
+  type UpdateResult,
+  type UpdateSettings,
+  update,
+} from './update.ts'
+export { type WarmstartInput, type WarmstartResult, type WarmstartStats, warmstart } from './warmstart.ts'

@@ -1,0 +1,77 @@
+// A checkpoint loaded for acting, scoring and training: the model on an engine plus the text ↔ token codec
+// every phase shares, so that rollout, rescore, update and SFT tokenize a prompt the same way.
+import type { Engine } from '../../engine/index.ts'
+import type { Checkpoint } from '../../policy/checkpoint.ts'
+import { PolicyModel } from '../../policy/policy-model.ts'
+import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
+
+export class CorePhaseError extends Error {
+  override name = 'CorePhaseError'
+}
+
+/** How a prompt text becomes context tokens and a response's tokens become text. */
+export interface PromptCodec {
+  /** Context tokens of one user message, ready for the response to follow. */
+  promptIds(text: string): number[]
+  /** Tokens of a response text as a demonstration (ends with the end-of-sequence token). */
+  responseIds(text: string): number[]
+  /** Response text of sampled tokens (special tokens dropped). */
+  decode(ids: readonly number[]): string
+  /** Token count of `promptIds(text)`, for prompt budgets. */
+  countPromptTokens(text: string): number
+  eosIds: readonly number[]
+}
+
+export interface Policy {
+  model: PolicyModel
+  codec: PromptCodec
+  checkpoint: Checkpoint
+}
+
+/**
+ * The codec of a tokenizer: the built-in model's prompts are `<|im_start|>` text `<|im_end|>` (it has no chat
+ * template); an imported model with ChatML tokens gets a ChatML user turn and the assistant header.
+ */
+export function promptCodec(tokenizer: TextTokenizer, kind: 'builtin' | 'chatml'): PromptCodec {
+  const start = tokenizer.tokenId(TINY_SPECIAL_TOKENS[1])
+  const end = tokenizer.tokenId(TINY_SPECIAL_TOKENS[2])
+  if (start === undefined || end === undefined) {
+    throw new CorePhaseError(`the tokenizer has no ${TINY_SPECIAL_TOKENS[1]} / ${TINY_SPECIAL_TOKENS[2]} tokens`)
+  }
+  const eos = tokenizer.eosIds[0] as number
+  const promptIds =
+    kind === 'builtin'
+      ? (text: string) => [start, ...tokenizer.encode(text), end]
+      : (text: string) => [
+          start,
+          ...tokenizer.encode(`user\n${text}`),
+          end,
+          ...tokenizer.encode('\n'),
+          start,
+          ...tokenizer.encode('assistant\n'),
+        ]
+  const overhead = promptIds('').length
+  return {
+    promptIds,
+    responseIds: (text) => [...tokenizer.encode(text), kind === 'builtin' ? eos : end],
+    decode: (ids) => tokenizer.decode(ids, { skipSpecial: true }),
+    countPromptTokens: (text) => overhead + tokenizer.encode(text).length,
+    eosIds: kind === 'builtin' ? tokenizer.eosIds : [...tokenizer.eosIds, end],
+  }
+}
+
+/** Loads a checkpoint (weights copied, so training the policy never changes the checkpoint's arrays). */
+export function loadPolicy(engine: Engine, checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): Policy {
+  if (!checkpoint.tokenizerJson) throw new CorePhaseError('the checkpoint has no tokenizer.json')
+  const tokenizer = new TextTokenizer(checkpoint.tokenizerJson, {}, checkpoint.eosIds)
+  const weights = new Map([...checkpoint.weights].map(([k, v]) => [k, v.slice()]))
+  return { model: new PolicyModel(engine, checkpoint.config, weights), codec: promptCodec(tokenizer, kind), checkpoint }
+}
+
+/** The policy's current weights as a checkpoint (copies). */
+export function toCheckpoint(policy: Policy): Checkpoint {
+  return {
+    ...policy.checkpoint,
+    weights: new Map([...policy.model.weights].map(([k, v]) => [k, v.slice()])),
+  }
+}

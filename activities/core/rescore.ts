@@ -1,0 +1,142 @@
+// Rescore (reference section 3): for every sampled response token, log π_old (the acting weights on the
+// ordinary prompt), log π_ref (the KL reference on the same prompt) and, where the row has a teacher and the
+// trajectory has a skill, log π_old on the skill-augmented prompt (same response tokens, appended unchanged).
+import type { PolicyModel, ScoreItem } from '../../policy/policy-model.ts'
+import { type FitResult, type FitTally, tallyFits } from '../../seed/index.ts'
+import type { Policy } from './policy.ts'
+import { fitPrompt, type PromptBudgetSettings } from './prompts.ts'
+import type { RolloutTrajectory } from './rollout.ts'
+
+export interface ScoredSample {
+  trajectory: number
+  group: number
+  step: number
+  promptIds: number[]
+  responseIds: number[]
+  valid: boolean
+  /** The trajectory's episode reward (sum of environment rewards). */
+  episodeReward: number
+  /** Steps in the trajectory. */
+  trajectoryLength: number
+  old: Float64Array
+  ref: Float64Array
+  /** log π_old on the teacher prompt; null where there is no teacher signal (OPD masked). */
+  teacher: Float64Array | null
+  teacherPromptIds: number[] | null
+}
+
+export interface RescoreInput {
+  trajectories: readonly RolloutTrajectory[]
+  /**
+   * The block to insert into each trajectory's step prompts for the teacher (an episode-skill block, or the raw
+   * hindsight block of `grpo-opsd`), indexed by trajectory id; null or absent: no teacher for it.
+   */
+  teacherBlocks?: readonly (string | null)[]
+  budget: PromptBudgetSettings
+  /** Log-probs at this temperature (the rollout temperature, 1.0 in training). */
+  temperature: number
+  /** Items per score run. */
+  batchSize: number
+}
+
+export interface RescoreStats {
+  samples: number
+  teacherSamples: number
+  /** Teacher prompts: how many lost history, how many lost their block (no OPD for that sample). */
+  teacherTruncation: FitTally
+  /** Largest |log π_old − sampler log-prob| over all tokens: 0 up to float rounding when graphs agree. */
+  maxSamplerGap: number
+  seconds: number
+}
+
+export interface RescoreResult {
+  samples: ScoredSample[]
+  stats: RescoreStats
+}
+
+/**
+ * Scores every step sample under `policy` (old, teacher) and `reference` (ref; the policy itself when null,
+ * which is the first iteration of a row whose reference is its start checkpoint).
+ */
+export async function rescore(policy: Policy, reference: Policy | null, input: RescoreInput): Promise<RescoreResult> {
+  const started = performance.now()
+  const samples: ScoredSample[] = []
+  const fits: FitResult[] = []
+  const teacherItems: Array<{ index: number; item: ScoreItem }> = []
+  for (const t of input.trajectories) {
+    const block = input.teacherBlocks?.[t.id] ?? null
+    t.steps.forEach((s, step) => {
+      let teacherPromptIds: number[] | null = null
+      if (block) {
+        const fit = fitPrompt(policy.codec, s.promptText, input.budget, block)
+        fits.push(fit)
+        if (!fit.blockDropped) {
+          teacherPromptIds = policy.codec.promptIds(fit.prompt)
+          teacherItems.push({ index: samples.length, item: { context: teacherPromptIds, response: s.responseIds } })
+        }
+      }
+      samples.push({
+        trajectory: t.id,
+        group: t.group,
+        step,
+        promptIds: s.promptIds,
+        responseIds: s.responseIds,
+        valid: s.valid,
+        episodeReward: t.totalReward,
+        trajectoryLength: t.steps.length,
+        old: new Float64Array(0),
+        ref: new Float64Array(0),
+        teacher: null,
+        teacherPromptIds,
+      })
+    })
+  }
+  const ordinary = samples.map((s) => ({ context: s.promptIds, response: s.responseIds }))
+  const old = await scoreAll(policy.model, ordinary, input)
+  const ref = reference ? await scoreAll(reference.model, ordinary, input) : old.map((x) => x.slice())
+  const teacher = await scoreAll(
+    policy.model,
+    teacherItems.map((t) => t.item),
+    input,
+  )
+  let maxSamplerGap = 0
+  samples.forEach((s, i) => {
+    s.old = old[i]!
+    s.ref = ref[i]!
+  })
+  let index = 0
+  for (const t of input.trajectories) {
+    for (const st of t.steps) {
+      const s = samples[index++]!
+      for (let k = 0; k < st.samplerLogprobs.length; k++)
+        maxSamplerGap = Math.max(maxSamplerGap, Math.abs(st.samplerLogprobs[k]! - s.old[k]!))
+    }
+  }
+  teacherItems.forEach((t, i) => {
+    samples[t.index]!.teacher = teacher[i]!
+  })
+  return {
+    samples,
+    stats: {
+      samples: samples.length,
+      teacherSamples: teacherItems.length,
+      teacherTruncation: tallyFits(fits),
+      maxSamplerGap,
+      seconds: (performance.now() - started) / 1000,
+    },
+  }
+}
+
+/** Per-token log-probs of every item, in batches of `batchSize`. */
+async function scoreAll(
+  model: PolicyModel,
+  items: readonly ScoreItem[],
+  options: { batchSize: number; temperature: number },
+): Promise<Float64Array[]> {
+  const out: Float64Array[] = []
+  for (let from = 0; from < items.length; from += options.batchSize) {
+    const scored = await model.score(items.slice(from, from + options.batchSize), options.temperature)
+    for (const s of scored) out.push(s.logprobs)
+  }
+  return out
+}

@@ -1,0 +1,217 @@
+// Rollout (reference section 3): B tasks × N samples, the group sharing its task, multi-turn, one batched
+// generate call per turn over every live episode. Every env step becomes one step sample with its prompt and
+// response tokens, the sampler's log-probs, the parsed action, validity and reward.
+import { getEnv } from '../../envs/index.ts'
+import { mixSeed, mulberry32 } from '../../envs/rng.ts'
+import type { Episode, TaskRef, Trajectory } from '../../envs/types.ts'
+import { generate } from '../../policy/generate.ts'
+import type { PromptSettings } from '../../seed/config.ts'
+import { ENV_STOP_STRINGS, type RunEnvName } from '../../seed/config.ts'
+import { episodeSkillBlock, type FitResult, type FitTally, tallyFits } from '../../seed/index.ts'
+import { CorePhaseError, type Policy } from './policy.ts'
+import { fitPrompt, stepPrompt } from './prompts.ts'
+
+export interface RolloutStep {
+  /** The ordinary step prompt (history window applied, no skill, before fitting): the teacher prompt's base. */
+  promptText: string
+  /** What the policy saw: fitted, with the acting skill when the row puts one in the prompt. */
+  actingPrompt: string
+  promptIds: number[]
+  responseIds: number[]
+  /** log π_old of each response token as the sampler drew it (temperature-scaled). */
+  samplerLogprobs: number[]
+  responseText: string
+  action: string | null
+  valid: boolean
+  /** The environment's reward for this step (no invalid-action penalty: that is the advantage's). */
+  reward: number
+  /** The skill in the acting prompt, if any. */
+  skill: string | null
+  /** History entries the budget left out of the acting prompt. */
+  historyDropped: number
+}
+
+export interface RolloutTrajectory {
+  /** Index in the rollout (0 … B·N − 1); group = task index, sample = 0 … N − 1. */
+  id: number
+  group: number
+  sample: number
+  task: TaskRef
+  steps: RolloutStep[]
+  /** The environment's record of the episode (observations, responses, validity), for the analyzer. */
+  trajectory: Trajectory
+  won: boolean
+  score: number
+  totalReward: number
+}
+
+export interface RolloutInput {
+  env: RunEnvName
+  tasks: readonly TaskRef[]
+  /** N: samples per task. */
+  groupSize: number
+  maxEnvSteps: number
+  temperature: number
+  prompt: PromptSettings
+  /** Seeds the per-episode sampling streams. */
+  seed: number
+  /** A skill per task for rows whose acting prompt carries one (`skill-grpo`, `skill-prompt` evaluation). */
+  actingSkills?: readonly (string | null)[]
+  /** Most episodes per generate call (default: all live episodes). */
+  maxBatch?: number
+}
+
+export interface RolloutStats {
+  episodes: number
+  successRate: number
+  meanScore: number
+  meanReward: number
+  meanLength: number
+  stepSamples: number
+  invalidRate: number
+  truncation: FitTally
+  newTokens: number
+  seconds: number
+}
+
+export interface RolloutResult {
+  trajectories: RolloutTrajectory[]
+  stats: RolloutStats
+}
+
+/** Plays B·N episodes with the policy; deterministic for a given seed and weights (with one ORT thread). */
+export async function rollout(policy: Policy, input: RolloutInput): Promise<RolloutResult> {
+  const started = performance.now()
+  const env = getEnv(input.env)
+  if (input.maxEnvSteps > env.maxSteps)
+    throw new CorePhaseError(`rollout: maxEnvSteps ${input.maxEnvSteps} exceeds ${env.name}'s cap ${env.maxSteps}`)
+  if (input.actingSkills && input.actingSkills.length !== input.tasks.length) {
+    throw new CorePhaseError(
+      `rollout: ${input.actingSkills.length} acting skills for ${input.tasks.length} tasks (one per task)`,
+    )
+  }
+  const { codec, model } = policy
+  const budget = {
+    maxPromptTokens: input.prompt.maxPromptTokens,
+    responseTokens: input.prompt.maxResponseTokens,
+    contextLength: model.config.maxPositions,
+  }
+  const stop = ENV_STOP_STRINGS[input.env]
+  interface Live {
+    traj: RolloutTrajectory
+    episode: Episode
+    rng: ReturnType<typeof mulberry32>
+    skill: string | null
+  }
+  const all: Live[] = []
+  input.tasks.forEach((task, group) => {
+    for (let sample = 0; sample < input.groupSize; sample++) {
+      const id = all.length
+      const episode = env.reset(task)
+      all.push({
+        traj: {
+          id,
+          group,
+          sample,
+          task,
+          steps: [],
+          trajectory: episode.trajectory(),
+          won: false,
+          score: 0,
+          totalReward: 0,
+        },
+        episode,
+        rng: mulberry32(mixSeed(input.seed, id)),
+        skill: input.actingSkills?.[group] ?? null,
+      })
+    }
+  })
+  const fits: FitResult[] = []
+  let newTokens = 0
+  const maxBatch = input.maxBatch ?? all.length
+  for (;;) {
+    const live = all.filter((e) => !e.episode.done && e.episode.stepCount < input.maxEnvSteps)
+    if (live.length === 0) break
+    for (let from = 0; from < live.length; from += maxBatch) {
+      const batch = live.slice(from, from + maxBatch)
+      const prompts = batch.map((e) => {
+        const text = stepPrompt(e.episode, input.prompt)
+        const fit = fitPrompt(codec, text, budget, e.skill ? episodeSkillBlock(e.skill) : undefined)
+        fits.push(fit)
+        return { text, fit, ids: codec.promptIds(fit.prompt) }
+      })
+      const out = await generate(
+        model,
+        prompts.map((p) => p.ids),
+        {
+          maxNewTokens: input.prompt.maxResponseTokens,
+          temperature: input.temperature,
+          eosIds: codec.eosIds,
+          stop,
+          decode: codec.decode,
+          rngs: batch.map((e) => e.rng),
+        },
+      )
+      newTokens += out.stats.newTokens
+      batch.forEach((e, i) => {
+        const gen = out.sequences[i]!
+        const p = prompts[i]!
+        const responseText = codec.decode(gen.tokens)
+        const result = e.episode.step(responseText)
+        e.traj.steps.push({
+          promptText: p.text,
+          actingPrompt: p.fit.prompt,
+          promptIds: p.ids,
+          responseIds: gen.tokens,
+          samplerLogprobs: gen.logprobs,
+          responseText,
+          action: result.action,
+          valid: result.valid,
+          reward: result.reward,
+          skill: e.skill && !p.fit.blockDropped ? e.skill : null,
+          historyDropped: p.fit.dropped,
+        })
+      })
+    }
+  }
+  for (const e of all) {
+    const t = e.episode.trajectory()
+    e.traj.trajectory = t
+    e.traj.won = t.info.won
+    e.traj.score = t.info.score
+    e.traj.totalReward = t.totalReward
+  }
+  const trajectories = all.map((e) => e.traj)
+  const samples = trajectories.flatMap((t) => t.steps)
+  const n = Math.max(1, trajectories.length)
+  return {
+    trajectories,
+    stats: {
+      episodes: trajectories.length,
+      successRate: trajectories.filter((t) => t.won).length / n,
+      meanScore: trajectories.reduce((a, t) => a + t.score, 0) / n,
+      meanReward: trajectories.reduce((a, t) => a + t.totalReward, 0) / n,
+      meanLength: samples.length / n,
+      stepSamples: samples.length,
+      invalidRate: samples.filter((s) => !s.valid).length / Math.max(1, samples.length),
+      truncation: tallyFits(fits),
+      newTokens,
+      seconds: (performance.now() - started) / 1000,
+    },
+  }
+}
+
+/** The train-split task refs of one RL step: B distinct seeds drawn from the split's seed range. */
+export function sampleTasks(
+  env: RunEnvName,
+  split: TaskRef['split'],
+  count: number,
+  seed: number,
+  seedRange = 2 ** 16,
+): TaskRef[] {
+  const e = getEnv(env)
+  const rng = mulberry32(seed)
+  const seeds = new Set<number>()
+  while (seeds.size < Math.min(count, seedRange)) seeds.add(Math.floor(rng.next() * seedRange))
+  return [...seeds].map((s) => e.task(split, s))
+}

@@ -1,0 +1,58 @@
+// Stage 1 (reference section 2): supervised fine-tuning on (analyzer prompt → skill JSON) pairs from the
+// annotated rollouts of the base policy, mixed with acting data so that acting is not forgotten. The acting
+// data is the base policy's own steps (step prompt → its sampled response): it keeps the acting distribution
+// rather than improving it, so Stage 1 teaches analysis, not a better policy. The result is π_0, which is also
+// SEED's KL reference.
+import type { Stage1Config } from '../../seed/config.ts'
+import type { SkillRecord } from './analyze.ts'
+import type { Policy } from './policy.ts'
+import type { RolloutTrajectory } from './rollout.ts'
+import { type SupervisedExample, type SupervisedResult, supervisedTrain } from './supervised.ts'
+
+export interface SftInput {
+  /** Annotations (only parsed ones are trained on); their prompts are already fitted to the budget. */
+  skills: readonly SkillRecord[]
+  /** The annotated rollouts, whose steps are the acting data. */
+  trajectories: readonly RolloutTrajectory[]
+  settings: Pick<Stage1Config, 'steps' | 'batchSize' | 'lr' | 'warmupSteps' | 'actingMix'>
+  seed: number
+}
+
+export interface SftStats extends Omit<SupervisedResult, 'losses' | 'optimizerState'> {
+  skillPairs: number
+  actingPairs: number
+}
+
+/** The analyzer pairs of parsed annotations: context = analyzer prompt, response = the answer JSON. */
+export function skillPairs(policy: Policy, skills: readonly SkillRecord[]): SupervisedExample[] {
+  return skills
+    .filter((s) => s.ok)
+    .map((s) => ({ context: policy.codec.promptIds(s.prompt), response: policy.codec.responseIds(s.raw) }))
+}
+
+/** Trains `policy` in place into π_0. */
+export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
+  const skill = skillPairs(policy, input.skills)
+  const acting: SupervisedExample[] = input.trajectories.flatMap((t) =>
+    t.steps.map((s) => ({ context: s.promptIds, response: s.responseIds })),
+  )
+  const {
+    losses: _losses,
+    optimizerState: _state,
+    ...result
+  } = await supervisedTrain(
+    policy,
+    [
+      { name: 'skill', examples: skill, share: 1 - input.settings.actingMix },
+      { name: 'acting', examples: acting, share: input.settings.actingMix },
+    ],
+    {
+      steps: input.settings.steps,
+      batchSize: input.settings.batchSize,
+      lr: input.settings.lr,
+      warmupSteps: input.settings.warmupSteps,
+      seed: input.seed,
+    },
+  )
+  return { ...result, skillPairs: skill.length, actingPairs: acting.length }
+}

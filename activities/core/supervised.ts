@@ -1,0 +1,115 @@
+// Supervised training on (context → response) token pairs, loss on response tokens only (seed/ sftLoss), AdamW
+// with warm-up and cosine decay. Shared by the warm-start (behaviour cloning) and Stage 1 (skill SFT mixed
+// with acting data).
+import { AdamW, type AdamWState, cosineWithWarmup, type ModelHandle } from '../../engine/index.ts'
+import { mulberry32 } from '../../envs/rng.ts'
+import { trainStep } from '../../policy/train-step.ts'
+import { sftLoss } from '../../seed/index.ts'
+import { CorePhaseError, type Policy } from './policy.ts'
+
+export interface SupervisedExample {
+  context: number[]
+  response: number[]
+}
+
+/** A pool of examples and its share of every batch (shares are normalized). */
+export interface ExamplePool {
+  name: string
+  examples: readonly SupervisedExample[]
+  share: number
+}
+
+export interface SupervisedSettings {
+  steps: number
+  batchSize: number
+  lr: number
+  warmupSteps: number
+  weightDecay?: number
+  maxGradNorm?: number
+  seed: number
+  /** Called every `checkEvery` steps (and after the last); training stops when it returns true. */
+  checkEvery?: number
+  check?: (step: number) => Promise<boolean>
+}
+
+export interface SupervisedResult {
+  steps: number
+  /** Mean loss over the first and the last 10% of steps. */
+  firstLoss: number
+  lastLoss: number
+  losses: number[]
+  stoppedEarly: boolean
+  optimizerState: AdamWState
+  seconds: number
+}
+
+export function loadSftTrainModel(policy: Policy): Promise<ModelHandle> {
+  return policy.model.loadTrainModel((op, scores, dtype) => {
+    const mask = op.input('mask', dtype, ['B', 'T'])
+    return { loss: sftLoss(op, { logProbs: scores.logp, mask }).loss }
+  })
+}
+
+/** Trains `policy` in place; batches draw from each pool by its share, seeded, with replacement. */
+export async function supervisedTrain(
+  policy: Policy,
+  pools: readonly ExamplePool[],
+  settings: SupervisedSettings,
+): Promise<SupervisedResult> {
+  const started = performance.now()
+  const live = pools.filter((p) => p.share > 0 && p.examples.length > 0)
+  if (live.length === 0) {
+    throw new CorePhaseError(
+      `supervised training: no examples (${pools.map((p) => `${p.name}: ${p.examples.length}`).join(', ')})`,
+    )
+  }
+  const total = live.reduce((a, p) => a + p.share, 0)
+  const rng = mulberry32(settings.seed)
+  const train = await loadSftTrainModel(policy)
+  const optimizer = new AdamW({ weightDecay: settings.weightDecay ?? 0.01, noDecay: (n) => n.endsWith('norm.weight') })
+  const schedule = cosineWithWarmup({
+    peakLr: settings.lr,
+    warmupSteps: Math.min(settings.warmupSteps, settings.steps),
+    totalSteps: settings.steps,
+    minLr: settings.lr * 0.1,
+  })
+  const losses: number[] = []
+  let stoppedEarly = false
+  for (let step = 0; step < settings.steps; step++) {
+    const batch: SupervisedExample[] = []
+    for (let i = 0; i < settings.batchSize; i++) {
+      const pool = pickPool(live, rng.next() * total)
+      batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
+    }
+    const tb = policy.model.tokenBatch(batch, 1)
+    const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], tb.responseMask) }
+    const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)
+    losses.push(r.loss)
+    const every = settings.checkEvery ?? 0
+    if (settings.check && every > 0 && (step + 1) % every === 0 && (await settings.check(step + 1))) {
+      stoppedEarly = step + 1 < settings.steps
+      break
+    }
+  }
+  const tenth = Math.max(1, Math.floor(losses.length / 10))
+  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+  return {
+    steps: losses.length,
+    firstLoss: avg(losses.slice(0, tenth)),
+    lastLoss: avg(losses.slice(-tenth)),
+    losses,
+    stoppedEarly,
+    optimizerState: optimizer.state(),
+    seconds: (performance.now() - started) / 1000,
+  }
+}
+
+/** The pool whose share interval holds `u` ∈ [0, Σ shares). */
+function pickPool(pools: readonly ExamplePool[], u: number): ExamplePool {
+  let rest = u
+  for (const pool of pools) {
+    rest -= pool.share
+    if (rest < 0) return pool
+  }
+  return pools[pools.length - 1]!
+}

@@ -1,0 +1,293 @@
+// Update (reference sections 6.1–6.5): group advantages over step samples, then one pass of AdamW over
+// mini-batches (ppo_epochs = 1, no shuffle) of the actor loss L_pg − c_H·H + λ·L_opd + c_KL·L_kl built into the
+// policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories).
+import { AdamW, type AdamWState, type Feeds, type ModelHandle, type Value } from '../../engine/index.ts'
+import { trainStep } from '../../policy/train-step.ts'
+import type { Stage2Config } from '../../seed/config.ts'
+import {
+  type ActorLossInputs,
+  actorLoss,
+  CODE_STATISTICS,
+  groupAdvantages,
+  type LossTerms,
+  PAPER_STATISTICS,
+  stepScore,
+} from '../../seed/index.ts'
+import { CorePhaseError, type Policy } from './policy.ts'
+import type { ScoredSample } from './rescore.ts'
+
+export type UpdateSettings = Pick<
+  Stage2Config,
+  | 'lr'
+  | 'weightDecay'
+  | 'maxGradNorm'
+  | 'miniBatchSize'
+  | 'clipLow'
+  | 'clipHigh'
+  | 'clipRatioC'
+  | 'klCoef'
+  | 'entropyCoef'
+  | 'opdCoef'
+  | 'opdBeta'
+  | 'advantageMode'
+  | 'advantageStatistics'
+  | 'perEpisodeWeight'
+  | 'aggregation'
+  | 'invalidPenalty'
+  | 'temperature'
+>
+
+export interface UpdateInput {
+  samples: readonly ScoredSample[]
+  /** The row's loss terms besides the PPO surrogate. */
+  terms: LossTerms
+  settings: UpdateSettings
+  /** AdamW moments from the previous update (the run's optimizer state); fresh when absent. */
+  optimizerState?: AdamWState
+}
+
+/** Scalar diagnostics of one mini-batch, as the train graph returns them. */
+export interface MiniBatchMetrics {
+  samples: number
+  loss: number
+  gradNorm: number
+  pgLoss: number
+  clipFraction: number
+  approxKl: number
+  kl?: number
+  entropy?: number
+  opdLoss?: number
+  opdGateMean?: number
+  opdPositiveGapShare?: number
+  opdGapMean?: number
+  /** Share of this mini-batch's samples with a teacher signal. */
+  opdSampleShare: number
+}
+
+export interface UpdateMetrics {
+  miniBatches: number
+  samples: number
+  advantageMean: number
+  advantageAbsMean: number
+  /** Means over mini-batches. */
+  loss: number
+  gradNorm: number
+  pgLoss: number
+  clipFraction: number
+  approxKl: number
+  kl: number | null
+  entropy: number | null
+  opdLoss: number | null
+  opdGateMean: number | null
+  opdPositiveGapShare: number | null
+  /** The first mini-batch's clip fraction and approx KL: 0 when rollout, rescore and train graphs agree. */
+  firstClipFraction: number
+  firstApproxKl: number
+  seconds: number
+}
+
+export interface UpdateResult {
+  optimizerState: AdamWState
+  metrics: UpdateMetrics
+  perMiniBatch: MiniBatchMetrics[]
+  /** A_i per sample, in input order. */
+  advantages: Float64Array
+}
+
+const OUT = {
+  pgLoss: 'pg_loss',
+  clipFraction: 'clip_fraction',
+  approxKl: 'approx_kl',
+  kl: 'kl',
+  entropy: 'entropy_mean',
+  opdLoss: 'opd_loss',
+  opdGateMean: 'opd_gate_mean',
+  opdPositiveGapShare: 'opd_positive_gap_share',
+  opdGapMean: 'opd_gap_mean',
+} as const
+
+/** A_i of every sample: the group score statistics, optionally weighted so every episode counts the same. */
+export function sampleAdvantages(samples: readonly ScoredSample[], settings: UpdateSettings): Float64Array {
+  const advantages = groupAdvantages(
+    {
+      scores: samples.map((s) => stepScore(s.episodeReward, s.valid, settings.invalidPenalty)),
+      groups: samples.map((s) => s.group),
+      trajectories: samples.map((s) => s.trajectory),
+    },
+    {
+      mode: settings.advantageMode,
+      statistics: settings.advantageStatistics === 'steps' ? CODE_STATISTICS : PAPER_STATISTICS,
+    },
+  )
+  if (settings.perEpisodeWeight && samples.length > 0) {
+    const lengths = new Map<number, number>()
+    for (const s of samples) lengths.set(s.trajectory, s.trajectoryLength)
+    const meanLength = [...lengths.values()].reduce((a, b) => a + b, 0) / lengths.size
+    samples.forEach((s, i) => {
+      advantages[i] = advantages[i]! * (meanLength / s.trajectoryLength)
+    })
+  }
+  return advantages
+}
+
+/** Loads the train graph of an actor loss with these terms and coefficients. */
+export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: UpdateSettings): Promise<ModelHandle> {
+  return policy.model.loadTrainModel((op, scores, dtype) => {
+    const tokens = (name: string) => op.input(name, dtype, ['B', 'T'])
+    const x: ActorLossInputs = {
+      logProbs: scores.logp,
+      oldLogProbs: tokens('old_logp'),
+      advantages: tokens('adv'),
+      mask: tokens('mask'),
+    }
+    if (terms.kl) x.refLogProbs = tokens('ref_logp')
+    if (terms.entropy) x.entropy = scores.entropy
+    if (terms.opd) {
+      x.teacherLogProbs = tokens('teacher_logp')
+      x.opdSampleMask = op.input('opd_mask', dtype, ['B'])
+    }
+    const r = actorLoss(op, x, {
+      terms,
+      klCoef: settings.klCoef,
+      entropyCoef: settings.entropyCoef,
+      opdCoef: settings.opdCoef,
+      opdBeta: settings.opdBeta,
+      aggregation: settings.aggregation,
+      ppo: { clipLow: settings.clipLow, clipHigh: settings.clipHigh, clipRatioC: settings.clipRatioC },
+    })
+    const extra: Record<string, Value> = {
+      [OUT.pgLoss]: r.pg.loss,
+      [OUT.clipFraction]: r.pg.clipFraction,
+      [OUT.approxKl]: r.pg.approxKl,
+    }
+    if (r.kl) extra[OUT.kl] = r.kl
+    if (r.entropy) extra[OUT.entropy] = r.entropy
+    if (r.opd) {
+      extra[OUT.opdLoss] = r.opd.loss
+      extra[OUT.opdGateMean] = r.opd.gateMean
+      extra[OUT.opdPositiveGapShare] = r.opd.positiveGapShare
+      extra[OUT.opdGapMean] = r.opd.gapMean
+    }
+    return { loss: r.loss, extra }
+  })
+}
+
+/** The train graph's feeds for one mini-batch. */
+export function actorFeeds(
+  policy: Policy,
+  batch: readonly ScoredSample[],
+  advantages: ArrayLike<number>,
+  terms: LossTerms,
+  temperature: number,
+): Feeds {
+  const model = policy.model
+  const tb = model.tokenBatch(
+    batch.map((s) => ({ context: s.promptIds, response: s.responseIds })),
+    temperature,
+  )
+  const { B, T } = tb
+  const old = new Float64Array(B * T)
+  const ref = new Float64Array(B * T)
+  const teacher = new Float64Array(B * T)
+  const adv = new Float64Array(B * T)
+  const opdMask = new Float64Array(B)
+  batch.forEach((s, b) => {
+    const offset = tb.offsets[b]!
+    if (s.old.length !== s.responseIds.length || s.ref.length !== s.responseIds.length) {
+      throw new CorePhaseError(
+        `update: sample (trajectory ${s.trajectory}, step ${s.step}) has ${s.responseIds.length} response tokens ` +
+          `but ${s.old.length} old and ${s.ref.length} reference log-probs`,
+      )
+    }
+    if (s.teacher) opdMask[b] = 1
+    for (let k = 0; k < s.responseIds.length; k++) {
+      const at = b * T + offset + k
+      old[at] = s.old[k]!
+      ref[at] = s.ref[k]!
+      teacher[at] = s.teacher ? s.teacher[k]! : s.old[k]!
+      adv[at] = advantages[b]!
+    }
+  })
+  const feeds: Feeds = {
+    ...tb.feeds,
+    old_logp: model.float([B, T], old),
+    adv: model.float([B, T], adv),
+    mask: model.float([B, T], tb.responseMask),
+  }
+  if (terms.kl) feeds.ref_logp = model.float([B, T], ref)
+  if (terms.opd) {
+    feeds.teacher_logp = model.float([B, T], teacher)
+    feeds.opd_mask = model.float([B], opdMask)
+  }
+  return feeds
+}
+
+/** One pass over the samples in mini-batches; trains `policy`'s weights in place. */
+export async function update(policy: Policy, input: UpdateInput): Promise<UpdateResult> {
+  const started = performance.now()
+  const { samples, terms, settings } = input
+  if (samples.length === 0) throw new CorePhaseError('update: no step samples')
+  const advantages = sampleAdvantages(samples, settings)
+  const train = await loadActorTrainModel(policy, terms, settings)
+  const optimizer = new AdamW(
+    { weightDecay: settings.weightDecay, noDecay: (name) => name.endsWith('norm.weight') },
+    input.optimizerState,
+  )
+  const perMiniBatch: MiniBatchMetrics[] = []
+  for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
+    const batch = samples.slice(from, from + settings.miniBatchSize)
+    const feeds = actorFeeds(policy, batch, advantages.subarray(from, from + batch.length), terms, settings.temperature)
+    const step = await trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm)
+    const o = step.outputs
+    const m: MiniBatchMetrics = {
+      samples: batch.length,
+      loss: step.loss,
+      gradNorm: step.gradNorm,
+      pgLoss: o[OUT.pgLoss]!,
+      clipFraction: o[OUT.clipFraction]!,
+      approxKl: o[OUT.approxKl]!,
+      opdSampleShare: batch.filter((s) => s.teacher).length / batch.length,
+    }
+    if (terms.kl) m.kl = o[OUT.kl]!
+    if (terms.entropy) m.entropy = o[OUT.entropy]!
+    if (terms.opd) {
+      m.opdLoss = o[OUT.opdLoss]!
+      m.opdGateMean = o[OUT.opdGateMean]!
+      m.opdPositiveGapShare = o[OUT.opdPositiveGapShare]!
+      m.opdGapMean = o[OUT.opdGapMean]!
+    }
+    perMiniBatch.push(m)
+  }
+  const mean = (pick: (m: MiniBatchMetrics) => number | undefined): number | null => {
+    const values = perMiniBatch.map(pick).filter((v): v is number => v !== undefined)
+    return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length
+  }
+  // OPD diagnostics average over mini-batches that had any teacher signal (an empty mask reports 0).
+  const opdMean = (pick: (m: MiniBatchMetrics) => number | undefined) =>
+    mean((m) => (m.opdSampleShare > 0 ? pick(m) : undefined))
+  const first = perMiniBatch[0]!
+  return {
+    optimizerState: optimizer.state(),
+    perMiniBatch,
+    advantages,
+    metrics: {
+      miniBatches: perMiniBatch.length,
+      samples: samples.length,
+      advantageMean: advantages.reduce((a, b) => a + b, 0) / advantages.length,
+      advantageAbsMean: advantages.reduce((a, b) => a + Math.abs(b), 0) / advantages.length,
+      loss: mean((m) => m.loss)!,
+      gradNorm: mean((m) => m.gradNorm)!,
+      pgLoss: mean((m) => m.pgLoss)!,
+      clipFraction: mean((m) => m.clipFraction)!,
+      approxKl: mean((m) => m.approxKl)!,
+      kl: mean((m) => m.kl),
+      entropy: mean((m) => m.entropy),
+      opdLoss: opdMean((m) => m.opdLoss),
+      opdGateMean: opdMean((m) => m.opdGateMean),
+      opdPositiveGapShare: opdMean((m) => m.opdPositiveGapShare),
+      firstClipFraction: first.clipFraction,
+      firstApproxKl: first.approxKl,
+      seconds: (performance.now() - started) / 1000,
+    },
+  }
+}

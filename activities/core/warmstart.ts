@@ -1,0 +1,223 @@
+// Warm-start (DESIGN.md section 6): the built-in model has no instruction following, so before Stage 1 it
+// learns to act by behaviour cloning on expert demonstrations with injected mistakes (random executed actions
+// labelled with the expert's, plus label noise), and to read a skill from demonstrations whose prompt carries
+// the oracle skill of the expert's own solution. Training stops early once validation success reaches the
+// target, so that RL starts from a clearly imperfect policy (cpu-scale notes).
+import type { Engine } from '../../engine/index.ts'
+import { getEnv } from '../../envs/index.ts'
+import { mixSeed, mulberry32 } from '../../envs/rng.ts'
+import type { Env } from '../../envs/types.ts'
+import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
+import type { Checkpoint } from '../../policy/checkpoint.ts'
+import type { ModelConfig } from '../../policy/config.ts'
+import { initWeights } from '../../policy/init.ts'
+import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
+import type {
+  BuiltinModelConfig,
+  EvaluationConfig,
+  PromptSettings,
+  RunEnvName,
+  WarmstartConfig,
+} from '../../seed/config.ts'
+import { analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../../seed/index.ts'
+import { oracleAnswer } from './analyze.ts'
+import { evaluate } from './evaluate.ts'
+import { loadPolicy, type Policy } from './policy.ts'
+import { analyzerObservation, fitPrompt, stepPrompt } from './prompts.ts'
+import { type SupervisedExample, supervisedTrain } from './supervised.ts'
+
+export interface WarmstartInput {
+  env: RunEnvName
+  model: BuiltinModelConfig
+  prompt: PromptSettings
+  warmstart: WarmstartConfig
+  /** Early-stopping evaluations use its temperature and step cap, on the validation split. */
+  evaluation: Pick<EvaluationConfig, 'temperature' | 'maxEnvSteps'>
+  seed: number
+  /** Told each validation check as it happens (progress for heartbeats and scripts). */
+  onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
+}
+
+export interface WarmstartStats {
+  vocabSize: number
+  parameters: number
+  demoEpisodes: number
+  /** (prompt → action) pairs: plain, and with the oracle skill in the prompt. */
+  plainPairs: number
+  skillPairs: number
+  steps: number
+  firstLoss: number
+  lastLoss: number
+  stoppedEarly: boolean
+  /** Validation success at each check. */
+  checks: Array<{ step: number; successRate: number }>
+  seconds: number
+}
+
+export interface WarmstartResult {
+  checkpoint: Checkpoint
+  stats: WarmstartStats
+}
+
+interface Demo {
+  prompt: string
+  action: string
+  /** The skill block the prompt carries (inserted when the prompt is fitted). */
+  block?: string
+}
+
+/** One demonstration episode; with `skill`, a clean expert solution whose prompt carries its oracle skill. */
+function demoEpisode(
+  env: Env,
+  seed: number,
+  settings: WarmstartConfig,
+  prompt: PromptSettings,
+  rng: ReturnType<typeof mulberry32>,
+  withSkill: boolean,
+): { demos: Demo[]; texts: string[] } {
+  const task = env.task('train', seed)
+  const texts: string[] = []
+  const episode = env.reset(task)
+  const demos: Demo[] = []
+  while (!episode.done) {
+    const text = stepPrompt(episode, prompt)
+    const expert = episode.expertAction()
+    const label = !withSkill && rng.next() < settings.labelNoise ? episode.randomAction(rng) : expert
+    demos.push({ prompt: text, action: label })
+    const executed = !withSkill && rng.next() < settings.mistakeRate ? episode.randomAction(rng) : expert
+    episode.step(env.formatResponse(executed))
+  }
+  const trajectory = episode.trajectory()
+  const oracle = env.oracle(trajectory).output
+  // the analyzer's texts, so the tokenizer covers Stage 1's prompts and answers
+  texts.push(
+    analyzerPrompt({
+      task: trajectory.taskText,
+      outcome: episodeOutcome(trajectory.totalReward),
+      steps: trajectory.steps.map((s) => ({
+        observation: analyzerObservation(s.observation, prompt),
+        response: s.response,
+        valid: s.valid,
+      })),
+    }),
+    oracleAnswer(oracle),
+  )
+  if (!withSkill) return { demos, texts }
+  if (!trajectory.info.won) return { demos: [], texts }
+  const block = episodeSkillBlock(oracle.episode_skill)
+  return { demos: demos.map((d) => ({ ...d, block })), texts }
+}
+
+/** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
+export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
+  const started = performance.now()
+  const env = getEnv(input.env)
+  const ws = input.warmstart
+  const rng = mulberry32(mixSeed(input.seed, 0x5741))
+  const plain: Demo[] = []
+  const skilled: Demo[] = []
+  const corpus: string[] = []
+  for (let i = 0; i < ws.demoTasks; i++) {
+    const withSkill = rng.next() < ws.skillDemoShare
+    const { demos, texts } = demoEpisode(env, mixSeed(input.seed, i) % 2 ** 16, ws, input.prompt, rng, withSkill)
+    ;(withSkill ? skilled : plain).push(...demos)
+    corpus.push(...texts)
+  }
+  const responses = new Map<string, string>()
+  for (const d of [...plain, ...skilled]) responses.set(d.action, env.formatResponse(d.action))
+  for (const d of plain) corpus.push(d.prompt)
+  for (const d of skilled) corpus.push(d.prompt, d.block ?? '')
+  corpus.push(...responses.values())
+
+  const tokenizerJson = trainByteLevelBpe(corpus, {
+    vocabSize: input.model.vocabSize,
+    specialTokens: [...TINY_SPECIAL_TOKENS],
+  })
+  const tokenizer = new TextTokenizer(tokenizerJson)
+  const config: ModelConfig = {
+    family: 'llama',
+    vocabSize: tokenizer.vocabSize,
+    hiddenSize: input.model.hiddenSize,
+    intermediateSize: input.model.intermediateSize,
+    numLayers: input.model.numLayers,
+    numHeads: input.model.numHeads,
+    numKvHeads: input.model.numKvHeads,
+    headDim: input.model.headDim,
+    rmsNormEps: 1e-5,
+    ropeTheta: 10000,
+    maxPositions: input.model.maxPositions,
+    qkvBias: false,
+    tieEmbeddings: true,
+  }
+  const checkpoint: Checkpoint = {
+    config,
+    weights: initWeights(config, mulberry32(mixSeed(input.seed, 0x1417))),
+    tokenizerJson,
+    eosIds: [...tokenizer.eosIds],
+  }
+  const policy = loadPolicy(engine, checkpoint)
+  const budget = {
+    maxPromptTokens: input.prompt.maxPromptTokens,
+    responseTokens: input.prompt.maxResponseTokens,
+    contextLength: config.maxPositions,
+  }
+  const toExample = (d: Demo): SupervisedExample => {
+    const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
+    return {
+      context: policy.codec.promptIds(fit.prompt),
+      response: policy.codec.responseIds(responses.get(d.action)!),
+    }
+  }
+  const checks: Array<{ step: number; successRate: number }> = []
+  const result = await supervisedTrain(
+    policy,
+    [
+      { name: 'plain', examples: plain.map(toExample), share: plain.length },
+      { name: 'skill', examples: skilled.map(toExample), share: skilled.length },
+    ],
+    {
+      steps: ws.steps,
+      batchSize: ws.batchSize,
+      lr: ws.lr,
+      warmupSteps: ws.warmupSteps,
+      seed: mixSeed(input.seed, 0xbc),
+      checkEvery: ws.evalEvery,
+      check: async (step) => {
+        const r = await validationSuccess(policy, input, step)
+        checks.push({ step, successRate: r })
+        input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
+        return r >= ws.targetSuccess
+      },
+    },
+  )
+  return {
+    checkpoint: { ...checkpoint, weights: policy.model.weights },
+    stats: {
+      vocabSize: tokenizer.vocabSize,
+      parameters: [...policy.model.weights.values()].reduce((n, w) => n + w.length, 0),
+      demoEpisodes: ws.demoTasks,
+      plainPairs: plain.length,
+      skillPairs: skilled.length,
+      steps: result.steps,
+      firstLoss: result.firstLoss,
+      lastLoss: result.lastLoss,
+      stoppedEarly: result.stoppedEarly,
+      checks,
+      seconds: (performance.now() - started) / 1000,
+    },
+  }
+}
+
+async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {
+  const r = await evaluate(policy, {
+    env: input.env,
+    split: 'validation',
+    seedStart: 0,
+    tasks: input.warmstart.evalTasks,
+    temperature: input.evaluation.temperature,
+    maxEnvSteps: input.evaluation.maxEnvSteps,
+    prompt: input.prompt,
+    seed: mixSeed(input.seed, 0xe7a1, step),
+  })
+  return r.successRate
+}

@@ -1,0 +1,468 @@
+// The run configuration: one zod schema for a whole SEED run (DESIGN.md sections 8 and 9), the paper's
+// per-environment presets for real models (reference section 7) and CPU presets for the built-in tiny model
+// (reference section 13, cpu-scale notes). Pure: no environment or model code is imported, so workflows can
+// validate a config at start. The environment names and step caps are mirrored here and kept equal to
+// `envs/` by a test.
+import { z } from 'zod'
+import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
+
+/** The environments of `envs/ENVS` (a test checks the two agree). */
+export const RUN_ENV_NAMES = ['sokoban', 'ezpoints', 'household', 'shop', 'searchqa'] as const
+export type RunEnvName = (typeof RUN_ENV_NAMES)[number]
+
+/** Each environment's own step cap (`env.maxSteps`); a run may use fewer, never more. */
+export const ENV_STEP_CAPS: Record<RunEnvName, number> = {
+  sokoban: 15,
+  ezpoints: 8,
+  household: 30,
+  shop: 15,
+  searchqa: 4,
+}
+
+/** Where a response ends: the closing tag of the environment's answer format (generation stops there). */
+export const ENV_STOP_STRINGS: Record<RunEnvName, readonly string[]> = {
+  sokoban: ['</action>'],
+  ezpoints: ['}'],
+  household: ['</action>'],
+  shop: ['</action>'],
+  searchqa: ['</search>', '</answer>'],
+}
+
+const int = (min = 0) => z.number().int().min(min)
+const positiveInt = () => z.number().int().positive()
+const probability = () => z.number().min(0).max(1)
+const lr = () => z.number().positive().max(1)
+const coefficient = () => z.number().min(0).finite()
+
+/** The built-in decoder's shape (trained from scratch); the vocabulary size comes from the trained tokenizer. */
+const BuiltinModel = z.object({
+  kind: z.literal('builtin'),
+  hiddenSize: positiveInt(),
+  intermediateSize: positiveInt(),
+  numLayers: positiveInt(),
+  numHeads: positiveInt(),
+  numKvHeads: positiveInt(),
+  headDim: positiveInt(),
+  maxPositions: positiveInt(),
+  /** Target vocabulary of the byte-level BPE built from environment text (fewer if the text runs out of pairs). */
+  vocabSize: z.number().int().min(260),
+})
+
+/** A Hugging Face folder (config.json, model.safetensors, tokenizer.json) of a Llama or Qwen2 model. */
+const ImportedModel = z.object({
+  kind: z.literal('imported'),
+  folder: z.string().min(1),
+  maxPositions: positiveInt(),
+})
+
+const PromptSettings = z.object({
+  /** The environment's compact prompt (short instructions, at most one history step). */
+  compact: z.boolean(),
+  /** Grids as one token per cell (`# # O X`) in step prompts, dense rows in analyzer prompts (prompts.ts). */
+  compactGrids: z.boolean(),
+  /** History entries kept in the step prompt (fewer than the environment renders: the oldest are dropped). */
+  historyWindow: int(0),
+  /** Most tokens of a step prompt (ordinary or skill-augmented), `max_prompt_length`. */
+  maxPromptTokens: positiveInt(),
+  /** Most new tokens of one action response. */
+  maxResponseTokens: positiveInt(),
+})
+
+const Warmstart = z.object({
+  /** Train tasks whose expert demonstrations are recorded. */
+  demoTasks: positiveInt(),
+  /** Share of steps where a random action is executed instead of the expert's (the label stays the expert's). */
+  mistakeRate: probability(),
+  /** Share of labels replaced by a random action (keeps the clone imperfect). */
+  labelNoise: probability(),
+  /** Share of demonstration episodes whose prompt carries the oracle skill of the expert's own solution. */
+  skillDemoShare: probability(),
+  steps: positiveInt(),
+  batchSize: positiveInt(),
+  lr: lr(),
+  warmupSteps: int(0),
+  /** Evaluate every this many steps on validation tasks and stop once `targetSuccess` is reached (0: never). */
+  evalEvery: int(0),
+  evalTasks: positiveInt(),
+  targetSuccess: probability(),
+})
+
+const Stage1 = z.object({
+  /** Train tasks rolled out with the base policy, `samplesPerTask` each. */
+  tasks: positiveInt(),
+  samplesPerTask: positiveInt(),
+  temperature: z.number().positive(),
+  maxEnvSteps: positiveInt(),
+  annotator: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('oracle') }),
+    z.object({
+      kind: z.literal('openai'),
+      baseUrl: z.url(),
+      model: z.string().min(1),
+      maxRetries: int(0),
+      maxTokens: positiveInt(),
+    }),
+  ]),
+  steps: positiveInt(),
+  batchSize: positiveInt(),
+  lr: lr(),
+  warmupSteps: int(0),
+  /** Share of each SFT batch taken from acting data (step prompt → action) so acting is not forgotten. */
+  actingMix: probability(),
+})
+
+const Analyzer = z.object({
+  /** Most tokens of the analyzer prompt; the oldest steps are left out to fit. */
+  maxPromptTokens: positiveInt(),
+  /** Most new tokens of the analyzer's answer (the skill JSON). */
+  maxAnswerTokens: positiveInt(),
+})
+
+const Stage2 = z.object({
+  iterations: int(0),
+  /** Tasks per RL step (B); each is rolled out `groupSize` times (N), the group sharing the task seed. */
+  tasksPerStep: positiveInt(),
+  groupSize: positiveInt(),
+  maxEnvSteps: positiveInt(),
+  temperature: z.number().positive(),
+  lr: lr(),
+  weightDecay: coefficient(),
+  maxGradNorm: z.number().positive(),
+  /** Step samples per PPO mini-batch (one AdamW step each); `ppo_epochs` = 1. */
+  miniBatchSize: positiveInt(),
+  clipLow: z.number().gt(0).lt(1),
+  clipHigh: z.number().gt(0),
+  clipRatioC: z.number().gt(1),
+  klCoef: coefficient(),
+  entropyCoef: coefficient(),
+  opdCoef: coefficient(),
+  opdBeta: z.number().positive(),
+  advantageMode: z.enum(['mean', 'meanStd']),
+  /** `steps`: the code's pooled step statistics (unbiased std); `trajectories`: the paper's (population std). */
+  advantageStatistics: z.enum(['steps', 'trajectories']),
+  /**
+   * Scale each step sample's advantage by (mean trajectory length / its trajectory's length), so every episode
+   * weighs the same (cpu-scale notes pitfall 3). Off in the paper presets.
+   */
+  perEpisodeWeight: z.boolean(),
+  aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
+  invalidPenalty: coefficient(),
+  analyzer: Analyzer,
+})
+
+const Evaluation = z.object({
+  split: z.enum(['validation', 'test-seen', 'test-unseen']),
+  /** Held-out tasks are the seeds [seedStart, seedStart + tasks). */
+  seedStart: int(0),
+  tasks: positiveInt(),
+  temperature: z.number().positive(),
+  maxEnvSteps: positiveInt(),
+  /** Evaluate every this many Stage 2 iterations (0: only the start and the end). */
+  every: int(0),
+})
+
+export const RunConfigSchema = z
+  .object({
+    env: z.enum(RUN_ENV_NAMES),
+    algorithm: z.enum(ALGORITHM_NAMES as [AlgorithmName, ...AlgorithmName[]]),
+    model: z.discriminatedUnion('kind', [BuiltinModel, ImportedModel]),
+    prompt: PromptSettings,
+    /** Only for the built-in model (an imported model starts from its own weights); null to skip. */
+    warmstart: Warmstart.nullable(),
+    stage1: Stage1,
+    stage2: Stage2,
+    evaluation: Evaluation,
+    /** Root of every seed of the run (task sampling, rollouts, initialization). */
+    seed: int(0),
+    /** ORT intra-op threads; 1 makes runs bit-reproducible. */
+    threads: positiveInt(),
+  })
+  .superRefine((c, ctx) => {
+    const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message })
+    const cap = ENV_STEP_CAPS[c.env]
+    for (const [path, steps] of [
+      [['stage1', 'maxEnvSteps'], c.stage1.maxEnvSteps],
+      [['stage2', 'maxEnvSteps'], c.stage2.maxEnvSteps],
+      [['evaluation', 'maxEnvSteps'], c.evaluation.maxEnvSteps],
+    ] as const) {
+      if (steps > cap) problem([...path], `${steps} exceeds ${c.env}'s step cap of ${cap}`)
+    }
+    const positions = c.model.maxPositions
+    if (c.prompt.maxPromptTokens + c.prompt.maxResponseTokens > positions) {
+      problem(
+        ['prompt', 'maxPromptTokens'],
+        `prompt ${c.prompt.maxPromptTokens} + response ${c.prompt.maxResponseTokens} tokens exceed the model's ${positions} positions`,
+      )
+    }
+    const analyzer = c.stage2.analyzer
+    if (analyzer.maxPromptTokens + analyzer.maxAnswerTokens > positions) {
+      problem(
+        ['stage2', 'analyzer', 'maxPromptTokens'],
+        `analyzer prompt ${analyzer.maxPromptTokens} + answer ${analyzer.maxAnswerTokens} tokens exceed the model's ${positions} positions`,
+      )
+    }
+    if (c.model.kind === 'builtin') {
+      const m = c.model
+      if (m.numHeads % m.numKvHeads !== 0)
+        problem(['model', 'numKvHeads'], `numHeads ${m.numHeads} is not a multiple of numKvHeads ${m.numKvHeads}`)
+      if (m.headDim % 2 !== 0) problem(['model', 'headDim'], `rotary needs an even head size, got ${m.headDim}`)
+      if (c.warmstart === null)
+        problem(['warmstart'], 'the built-in model trains from scratch: it needs warm-start settings')
+    } else if (c.warmstart !== null) {
+      problem(['warmstart'], 'an imported model starts from its own weights: set warmstart to null')
+    }
+    if (c.stage2.miniBatchSize > c.stage2.tasksPerStep * c.stage2.groupSize * c.stage2.maxEnvSteps) {
+      problem(
+        ['stage2', 'miniBatchSize'],
+        `${c.stage2.miniBatchSize} samples per mini-batch is more than one iteration can produce ` +
+          `(${c.stage2.tasksPerStep} tasks × ${c.stage2.groupSize} samples × ${c.stage2.maxEnvSteps} steps)`,
+      )
+    }
+    if (c.stage1.annotator.kind === 'openai')
+      problem(['stage1', 'annotator', 'kind'], 'the OpenAI-compatible annotator is not implemented yet; use oracle')
+  })
+
+export type RunConfig = z.infer<typeof RunConfigSchema>
+export type Stage2Config = RunConfig['stage2']
+export type PromptSettings = RunConfig['prompt']
+export type WarmstartConfig = z.infer<typeof Warmstart>
+export type Stage1Config = RunConfig['stage1']
+export type EvaluationConfig = RunConfig['evaluation']
+export type BuiltinModelConfig = z.infer<typeof BuiltinModel>
+
+export type ParsedRunConfig = { ok: true; config: RunConfig } | { ok: false; problems: string[] }
+
+/** Validates a run config; every problem as `path: reason` (the path dotted, `(root)` for the whole object). */
+export function parseRunConfig(input: unknown): ParsedRunConfig {
+  const parsed = RunConfigSchema.safeParse(input)
+  if (parsed.success) return { ok: true, config: parsed.data }
+  return {
+    ok: false,
+    problems: parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`),
+  }
+}
+
+export class RunConfigError extends Error {
+  override name = 'RunConfigError'
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid run config: ${problems.join('; ')}`)
+  }
+}
+
+/** The config, or a RunConfigError listing every problem. */
+export function runConfig(input: unknown): RunConfig {
+  const parsed = parseRunConfig(input)
+  if (!parsed.ok) throw new RunConfigError(parsed.problems)
+  return parsed.config
+}
+
+// ---- presets ----
+
+/** Reference section 7 per environment: B / N, max steps, history, prompt length, mini-batch, adv mode, KL. */
+const PAPER_ENV: Record<
+  RunEnvName,
+  {
+    tasksPerStep: number
+    groupSize: number
+    maxEnvSteps: number
+    historyWindow: number
+    maxPromptTokens: number
+    miniBatchSize: number
+    advantageMode: 'mean' | 'meanStd'
+    klCoef: number
+    entropyCoef: number
+    iterations: number
+    evalTasks: number
+    evalEvery: number
+    /** analysis_context_length (24576 for Sokoban). */
+    analyzerContext: number
+  }
+> = {
+  household: paperEnv(16, 8, 30, 5, 2048, 256, 'meanStd', 0.01, 160, 128, 16384),
+  shop: paperEnv(16, 8, 15, 2, 4096, 64, 'mean', 0.01, 160, 128, 16384),
+  searchqa: { ...paperEnv(128, 8, 4, 4, 4096, 512, 'meanStd', 0.001, 150, 512, 16384), entropyCoef: 0 },
+  sokoban: paperEnv(32, 8, 15, 2, 1024, 64, 'meanStd', 0.01, 150, 128, 24576),
+  ezpoints: paperEnv(16, 8, 8, 0, 1024, 128, 'meanStd', 0.01, 100, 128, 16384),
+}
+
+function paperEnv(
+  tasksPerStep: number,
+  groupSize: number,
+  maxEnvSteps: number,
+  historyWindow: number,
+  maxPromptTokens: number,
+  miniBatchSize: number,
+  advantageMode: 'mean' | 'meanStd',
+  klCoef: number,
+  iterations: number,
+  evalTasks: number,
+  analyzerContext: number,
+) {
+  return {
+    tasksPerStep,
+    groupSize,
+    maxEnvSteps,
+    historyWindow,
+    maxPromptTokens,
+    miniBatchSize,
+    advantageMode,
+    klCoef,
+    entropyCoef: 0.001,
+    iterations,
+    evalTasks,
+    evalEvery: 5,
+    analyzerContext,
+  }
+}
+
+/**
+ * The paper's Stage 2 settings for a real model (reference section 7; Stage 1 from section 2) on `env`, with an
+ * imported model folder. Real models skip the warm-start.
+ */
+export function paperPreset(env: RunEnvName, folder: string, algorithm: AlgorithmName = 'seed'): RunConfig {
+  const p = PAPER_ENV[env]
+  const responseTokens = 512
+  return runConfig({
+    env,
+    algorithm,
+    model: { kind: 'imported', folder, maxPositions: 32768 },
+    prompt: {
+      compact: false,
+      compactGrids: false,
+      historyWindow: p.historyWindow,
+      maxPromptTokens: p.maxPromptTokens,
+      maxResponseTokens: responseTokens,
+    },
+    warmstart: null,
+    stage1: {
+      tasks: 180,
+      samplesPerTask: 8,
+      temperature: 0.4,
+      maxEnvSteps: p.maxEnvSteps,
+      annotator: { kind: 'oracle' },
+      steps: 540, // 3 epochs of 1,440 trajectories at batch 8
+      batchSize: 8,
+      lr: 5e-6,
+      warmupSteps: 54,
+      actingMix: 0,
+    },
+    stage2: {
+      iterations: p.iterations,
+      tasksPerStep: p.tasksPerStep,
+      groupSize: p.groupSize,
+      maxEnvSteps: p.maxEnvSteps,
+      temperature: 1,
+      lr: 1e-6,
+      weightDecay: 0.01,
+      maxGradNorm: 1,
+      miniBatchSize: p.miniBatchSize,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      clipRatioC: 3,
+      klCoef: p.klCoef,
+      entropyCoef: p.entropyCoef,
+      opdCoef: 0.01,
+      opdBeta: 5,
+      advantageMode: p.advantageMode,
+      advantageStatistics: 'steps',
+      perEpisodeWeight: false,
+      aggregation: 'token-mean',
+      invalidPenalty: 0.1,
+      analyzer: { maxPromptTokens: p.analyzerContext, maxAnswerTokens: 4096 },
+    },
+    evaluation: {
+      split: 'test-seen',
+      seedStart: 0,
+      tasks: p.evalTasks,
+      temperature: 0.4,
+      maxEnvSteps: p.maxEnvSteps,
+      every: p.evalEvery,
+    },
+    seed: 0,
+    threads: 2,
+  })
+}
+
+/**
+ * The built-in tiny model on Sokoban, sized for 2 CPU cores (cpu-scale notes): a ~0.7M-parameter decoder, the
+ * compact prompt with one token per grid cell (~180 tokens), skill-augmented prompts (~310) and analyzer prompts
+ * (oldest steps dropped past 400 tokens) inside 640 positions; behaviour cloning stopped early so that RL starts
+ * from an imperfect policy; lr and per-episode weighting from the prototype, not the paper.
+ */
+export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
+  return runConfig({
+    env: 'sokoban',
+    algorithm,
+    model: {
+      kind: 'builtin',
+      hiddenSize: 128,
+      intermediateSize: 384,
+      numLayers: 3,
+      numHeads: 4,
+      numKvHeads: 2,
+      headDim: 32,
+      maxPositions: 640,
+      vocabSize: 1024,
+    },
+    prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 400, maxResponseTokens: 24 },
+    warmstart: {
+      demoTasks: 1500,
+      mistakeRate: 0.25,
+      labelNoise: 0.25,
+      skillDemoShare: 0.3,
+      steps: 400,
+      batchSize: 64,
+      lr: 2e-3,
+      warmupSteps: 20,
+      evalEvery: 25,
+      evalTasks: 128,
+      targetSuccess: 0.3,
+    },
+    stage1: {
+      tasks: 48,
+      samplesPerTask: 4,
+      temperature: 1,
+      maxEnvSteps: 15,
+      annotator: { kind: 'oracle' },
+      steps: 60,
+      batchSize: 32,
+      lr: 1e-3,
+      warmupSteps: 5,
+      actingMix: 0.5,
+    },
+    stage2: {
+      iterations: 8,
+      tasksPerStep: 16,
+      groupSize: 8,
+      maxEnvSteps: 15,
+      temperature: 1,
+      lr: 2e-4,
+      weightDecay: 0.01,
+      maxGradNorm: 1,
+      miniBatchSize: 512,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      clipRatioC: 3,
+      klCoef: 0.01,
+      entropyCoef: 0.001,
+      opdCoef: 0.01,
+      opdBeta: 5,
+      advantageMode: 'meanStd',
+      advantageStatistics: 'steps',
+      perEpisodeWeight: true,
+      aggregation: 'token-mean',
+      invalidPenalty: 0.1,
+      analyzer: { maxPromptTokens: 400, maxAnswerTokens: 120 },
+    },
+    evaluation: {
+      split: 'test-seen',
+      seedStart: 0,
+      tasks: 500,
+      temperature: 0.4,
+      maxEnvSteps: 15,
+      every: 0,
+    },
+    seed: 1,
+    threads: 2,
+  })
+}

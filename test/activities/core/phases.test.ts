@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import {
+  actorFeeds,
+  analyze,
+  annotateWithOracle,
+  evaluate,
+  fitPrompt,
+  loadActorTrainModel,
+  type Policy,
+  type RolloutResult,
+  rescore,
+  rollout,
+  sampleTasks,
+  sft,
+  update,
+} from '../../../activities/core/index.ts'
+import { createLocalEngine } from '../../../engine/index.ts'
+import type { Checkpoint } from '../../../policy/checkpoint.ts'
+import { IO } from '../../../policy/model.ts'
+import { EPISODE_SKILL_TITLE, episodeSkillBlock } from '../../../seed/index.ts'
+import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
+
+const engine = createLocalEngine({ threads: 1 })
+after(() => engine.close())
+const config = microConfig()
+let checkpoint: Checkpoint
+let policy: Policy
+let rolled: RolloutResult
+
+const rolloutInput = (seed: number) => ({
+  env: config.env,
+  tasks: sampleTasks(config.env, 'train', 2, 11),
+  groupSize: 2,
+  maxEnvSteps: 3,
+  temperature: 1,
+  prompt: config.prompt,
+  seed,
+})
+const budget = () => ({
+  maxPromptTokens: config.prompt.maxPromptTokens,
+  responseTokens: config.prompt.maxResponseTokens,
+  contextLength: config.model.maxPositions,
+})
+const SKILL = 'Push the box X toward the target O; never push it into a corner.'
+
+before(async () => {
+  checkpoint = await microCheckpoint(engine, config)
+  policy = microPolicy(engine, checkpoint)
+  rolled = await rollout(policy, rolloutInput(5))
+})
+
+describe('rollout', () => {
+  it('plays B × N episodes, the group sharing its task, one step sample per env step', () => {
+    assert.equal(rolled.trajectories.length, 4)
+    const tasks = sampleTasks(config.env, 'train', 2, 11)
+    for (const t of rolled.trajectories) {
+      assert.deepEqual(t.task, tasks[t.group])
+      assert.equal(t.steps.length, t.trajectory.steps.length)
+      assert.ok(t.steps.length >= 1 && t.steps.length <= 3)
+      for (const s of t.steps) {
+        assert.deepEqual(s.promptIds, policy.codec.promptIds(s.actingPrompt))
+        assert.equal(s.responseIds.length, s.samplerLogprobs.length)
+        assert.ok(s.responseIds.length >= 1 && s.responseIds.length <= config.prompt.maxResponseTokens)
+        assert.equal(s.valid, s.action !== null)
+      }
+    }
+    assert.deepEqual(
+      rolled.trajectories.map((t) => [t.group, t.sample]),
+      [
+        [0, 0],
+        [0, 1],
+        [1, 0],
+        [1, 1],
+      ],
+    )
+    assert.equal(
+      rolled.stats.stepSamples,
+      rolled.trajectories.reduce((n, t) => n + t.steps.length, 0),
+    )
+  })
+
+  it('gives the same rollouts for the same seed and different ones for another', async () => {
+    const again = await rollout(policy, rolloutInput(5))
+    const ids = (r: RolloutResult) => r.trajectories.map((t) => t.steps.map((s) => s.responseIds))
+    assert.deepEqual(ids(again), ids(rolled))
+    const other = await rollout(policy, rolloutInput(6))
+    assert.notDeepEqual(ids(other), ids(rolled))
+  })
+})
+
+describe('rescore', () => {
+  it('reproduces the sampler log-probs as old log-probs; the reference defaults to the policy', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      budget: budget(),
+      temperature: 1,
+      batchSize: 3,
+    })
+    assert.equal(r.samples.length, rolled.stats.stepSamples)
+    assert.ok(r.stats.maxSamplerGap < 1e-4, `sampler vs score gap ${r.stats.maxSamplerGap}`)
+    for (const s of r.samples) {
+      assert.equal(s.old.length, s.responseIds.length)
+      assert.deepEqual(s.ref, s.old)
+      assert.equal(s.teacher, null)
+    }
+  })
+
+  it('scores the teacher only for trajectories with a block, on the same response tokens', async () => {
+    const blocks = rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null))
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: blocks,
+      budget: budget(),
+      temperature: 1,
+      batchSize: 4,
+    })
+    for (const s of r.samples) {
+      if (s.trajectory % 2 === 0) {
+        assert.ok(s.teacher && s.teacher.length === s.responseIds.length)
+        assert.ok(s.teacherPromptIds && s.teacherPromptIds.length > s.promptIds.length)
+        assert.notDeepEqual(s.teacher, s.old)
+      } else assert.equal(s.teacher, null)
+    }
+    assert.equal(r.stats.teacherSamples, r.samples.filter((s) => s.trajectory % 2 === 0).length)
+  })
+
+  it('truncation drops history, never the task line, the skill block or the response', async () => {
+    const t = rolled.trajectories.find((x) => x.steps.length >= 2)
+    assert.ok(t, 'a trajectory with history')
+    const step = t.steps[1]!
+    assert.match(step.promptText, /\[Observation 1:/)
+    const block = episodeSkillBlock(SKILL)
+    const full = fitPrompt(policy.codec, step.promptText, budget(), block)
+    const tight = { ...budget(), maxPromptTokens: full.tokens - 1 }
+    const fit = fitPrompt(policy.codec, step.promptText, tight, block)
+    assert.ok(fit.dropped >= 1 && !fit.blockDropped)
+    assert.doesNotMatch(fit.prompt, /\[Observation 1:/)
+    assert.match(fit.prompt, /Your goal is to push the box/)
+    assert.ok(fit.prompt.includes(block))
+    const blocks: (string | null)[] = []
+    blocks[t.id] = block
+    const r = await rescore(policy, null, {
+      trajectories: [t],
+      teacherBlocks: blocks,
+      budget: tight,
+      temperature: 1,
+      batchSize: 4,
+    })
+    const sample = r.samples[1]!
+    assert.deepEqual(sample.responseIds, step.responseIds)
+    assert.ok(r.stats.teacherTruncation.truncated >= 1)
+    assert.equal(r.stats.teacherTruncation.blockDropped, 0)
+    assert.ok(policy.codec.decode(sample.teacherPromptIds!).includes(EPISODE_SKILL_TITLE))
+  })
+})
+
+describe('update', () => {
+  const settings = { ...config.stage2, miniBatchSize: 4 }
+  const terms = { kl: true, entropy: true, opd: true }
+
+  it('starts at ratio 1 (clip fraction 0, approx KL 0) and changes the weights', async () => {
+    const fresh = microPolicy(engine, checkpoint)
+    const r = await rescore(fresh, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
+    const u = await update(fresh, { samples: r.samples, terms, settings })
+    assert.ok(u.perMiniBatch.length >= 2)
+    assert.equal(u.metrics.firstClipFraction, 0)
+    assert.ok(Math.abs(u.metrics.firstApproxKl) < 1e-5, `first approx KL ${u.metrics.firstApproxKl}`)
+    assert.ok(Math.abs(u.perMiniBatch[0]!.kl!) < 1e-5, `first KL to the reference ${u.perMiniBatch[0]!.kl}`)
+    assert.ok(u.metrics.opdGateMean! > 0 && u.metrics.opdGateMean! < 1)
+    assert.notDeepEqual(fresh.model.weights.get('model.embed_tokens.weight'), before)
+    assert.equal(u.optimizerState.step, u.perMiniBatch.length)
+  })
+
+  it('masked trajectories contribute nothing to the OPD gradient; unmasked ones do', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map((t) => (t.id === 0 ? episodeSkillBlock(SKILL) : null)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    const train = await loadActorTrainModel(policy, terms, settings)
+    const advantages = new Float64Array(r.samples.length).fill(0.5)
+    const base = actorFeeds(policy, r.samples, advantages, terms, 1)
+    const T = base.teacher_logp!.dims[1]!
+    const grad = 'model.layers.0.mlp.down_proj.weight_grad'
+    const run = async (edit: (teacher: Float32Array, b: number) => void) => {
+      const teacher = Float32Array.from(base.teacher_logp!.data as Float32Array)
+      r.samples.forEach((_, b) => {
+        edit(teacher, b)
+      })
+      const out = await engine.run(train, { ...base, teacher_logp: { ...base.teacher_logp!, data: teacher } })
+      return { loss: Number(out[IO.loss]!.data[0]), grad: Float32Array.from(out[grad]!.data as Float32Array) }
+    }
+    const reference = await run(() => {})
+    const shiftMasked = await run((teacher, b) => {
+      if (r.samples[b]!.teacher) return
+      for (let t = 0; t < T; t++) teacher[b * T + t] = -7
+    })
+    assert.equal(shiftMasked.loss, reference.loss)
+    assert.deepEqual(shiftMasked.grad, reference.grad)
+    const shiftAnalyzed = await run((teacher, b) => {
+      if (!r.samples[b]!.teacher) return
+      for (let t = 0; t < T; t++) teacher[b * T + t] = 0
+    })
+    assert.notDeepEqual(shiftAnalyzed.grad, reference.grad)
+  })
+})
+
+describe('analyze', () => {
+  it('counts the untrained analyzer’s parse failures as data', async () => {
+    const r = await analyze(policy, {
+      trajectories: rolled.trajectories,
+      prompt: config.prompt,
+      maxPromptTokens: 400,
+      maxAnswerTokens: 12,
+      batchSize: 3,
+    })
+    assert.equal(r.skills.length, rolled.trajectories.length)
+    assert.equal(r.stats.parse.total, rolled.trajectories.length)
+    assert.equal(r.stats.parse.parsed + r.stats.parse.failed, r.stats.parse.total)
+    assert.ok(r.stats.parse.failed > 0)
+    for (const s of r.skills.filter((x) => !x.ok)) {
+      assert.equal(s.skill, null)
+      assert.ok(s.failure && s.failure.reason.length > 0)
+      assert.equal(s.promptHash.length, 64)
+    }
+  })
+
+  it('oracle annotation parses every answer and fits the analyzer budget', () => {
+    const r = annotateWithOracle(config.env, policy.codec, config.model.maxPositions, {
+      trajectories: rolled.trajectories,
+      prompt: config.prompt,
+      maxPromptTokens: 370,
+      maxAnswerTokens: 120,
+      batchSize: 4,
+    })
+    assert.equal(r.stats.parse.parseRate, 1)
+    for (const s of r.skills) {
+      assert.ok(policy.codec.countPromptTokens(s.prompt) <= 370)
+      assert.match(s.prompt, /Task description: push the box/)
+      assert.ok(s.skill && s.skill.length > 10)
+    }
+    assert.ok(r.stats.truncated > 0, 'a 370-token budget leaves out steps')
+  })
+})
+
+describe('sft and evaluate', () => {
+  it('Stage 1 SFT lowers the loss on the analyzer pairs', async () => {
+    const fresh = microPolicy(engine, checkpoint)
+    const skills = annotateWithOracle(config.env, fresh.codec, config.model.maxPositions, {
+      trajectories: rolled.trajectories,
+      prompt: config.prompt,
+      maxPromptTokens: 400,
+      maxAnswerTokens: 120,
+      batchSize: 4,
+    }).skills
+    const s = await sft(fresh, {
+      skills,
+      trajectories: rolled.trajectories,
+      settings: { steps: 12, batchSize: 4, lr: 3e-3, warmupSteps: 1, actingMix: 0.25 },
+      seed: 3,
+    })
+    assert.equal(s.skillPairs, skills.length)
+    assert.equal(s.actingPairs, rolled.stats.stepSamples)
+    assert.ok(s.lastLoss < s.firstLoss, `loss ${s.firstLoss} → ${s.lastLoss}`)
+  })
+
+  it('evaluates held-out seeds: one episode per task, rates consistent with the families', async () => {
+    const e = await evaluate(policy, {
+      env: config.env,
+      split: 'test-seen',
+      seedStart: 100,
+      tasks: 5,
+      temperature: 0.4,
+      maxEnvSteps: 3,
+      prompt: config.prompt,
+      seed: 1,
+    })
+    assert.equal(e.tasks, 5)
+    assert.equal(e.perFamily.sokoban?.tasks, 5)
+    assert.equal(e.macroSuccessRate, e.successRate)
+    assert.ok(e.meanLength >= 1 && e.meanLength <= 3)
+  })
+})

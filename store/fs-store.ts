@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { Stats } from 'node:fs'
 import { createWriteStream } from 'node:fs'
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { setTimeout as sleep } from 'node:timers/promises'
 import {
   type ArtifactStore,
   type CreateResult,
@@ -22,11 +21,10 @@ import { assertValidKey, assertValidPrefix, RESERVED_PREFIX } from './key-check.
 const META_DIR = `${RESERVED_PREFIX}meta`
 const TMP_DIR = `${RESERVED_PREFIX}tmp`
 
-/** Sidecar record. `ino` ties it to one version of the data file: rename and link keep the inode. */
+/** Sidecar record of one version of a data file (named by that file's inode: rename and link keep it). */
 interface Meta {
   sha256: string
   bytes: number
-  ino: number
 }
 
 /** A data file together with the sidecar written for that very file. */
@@ -39,9 +37,11 @@ interface Opened {
 
 /**
  * Artifacts as plain files under `root` (browsable as they are), with the sha256 in a sidecar tree under
- * `root/.seedflow-meta`. Data becomes visible by one rename (or link, for create-if-absent) of a fully
- * written and fsynced temp file; the sidecar is written right after. A reader that finds no sidecar for the
- * file's inode waits briefly for it, then reports an IntegrityError (an interrupted write).
+ * `root/.seedflow-meta`, one sidecar per version of a file, named by the file's inode (`<key>.<inode>.json`).
+ * A writer records the sidecar of its fully written, fsynced temp file first, then makes the data visible by
+ * one rename (or link, for create-if-absent), which keeps the inode. So whatever version a reader opens, the
+ * sidecar for exactly that version already exists, however many writers race on the key; a data file
+ * without one was placed by hand or half-written by a crash, and reads as an IntegrityError.
  */
 export class FsArtifactStore implements ArtifactStore {
   readonly root: string
@@ -68,20 +68,21 @@ export class FsArtifactStore implements ArtifactStore {
   async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
     assertValidKey(key)
     const tmp = await this.#writeTemp(async (path) => writeFile(path, data, { flag: 'wx' }))
+    const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
+    await this.#writeMeta(key, tmp.ino, { sha256: info.sha256, bytes: info.bytes })
     const final = this.#dataPath(key)
     try {
       await mkdir(dirname(final), { recursive: true })
       await link(tmp.path, final) // fails with EEXIST for every caller but one
     } catch (error) {
       await unlink(tmp.path).catch(() => {})
+      await rm(this.#metaPath(key, tmp.ino), { force: true }) // this version never became visible
       if (errorCode(error) !== 'EEXIST') throw error
       const existing = await this.head(key)
       if (!existing) throw new Error(`putIfAbsent(${key}): exists but vanished before it could be read`)
       return { created: false, info: existing }
     }
     await unlink(tmp.path)
-    const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
-    await this.#writeMeta(key, { sha256: info.sha256, bytes: info.bytes, ino: tmp.ino })
     return { created: true, info }
   }
 
@@ -139,15 +140,26 @@ export class FsArtifactStore implements ArtifactStore {
   async delete(key: string): Promise<void> {
     assertValidKey(key)
     await rm(this.#dataPath(key), { force: true })
-    await rm(this.#metaPath(key), { force: true })
+    const dir = dirname(this.#metaPath(key, 0))
+    const prefix = `${basename(key)}.`
+    let names: string[] = []
+    try {
+      names = await readdir(dir)
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTDIR') throw error
+    }
+    for (const name of names) {
+      if (name.startsWith(prefix) && /^\d+\.json$/.test(name.slice(prefix.length)))
+        await rm(join(dir, name), { force: true })
+    }
   }
 
   #dataPath(key: string): string {
     return join(this.root, key)
   }
 
-  #metaPath(key: string): string {
-    return join(this.root, META_DIR, `${key}.json`)
+  #metaPath(key: string, ino: number): string {
+    return join(this.root, META_DIR, `${key}.${ino}.json`)
   }
 
   async #writeTemp(write: (path: string) => Promise<void>): Promise<{ path: string; ino: number }> {
@@ -172,71 +184,68 @@ export class FsArtifactStore implements ArtifactStore {
   async #publish(key: string, tmp: { path: string; ino: number }, hashed: { sha256: string; bytes: number }) {
     const final = this.#dataPath(key)
     try {
+      await this.#writeMeta(key, tmp.ino, hashed)
       await mkdir(dirname(final), { recursive: true })
       await rename(tmp.path, final)
     } catch (error) {
       await rm(tmp.path, { force: true })
+      await rm(this.#metaPath(key, tmp.ino), { force: true })
       throw error
     }
-    await this.#writeMeta(key, { ...hashed, ino: tmp.ino })
     return { key, ...hashed }
   }
 
-  async #writeMeta(key: string, meta: Meta): Promise<void> {
-    const path = this.#metaPath(key)
+  async #writeMeta(key: string, ino: number, meta: Meta): Promise<void> {
+    const path = this.#metaPath(key, ino)
     await mkdir(dirname(path), { recursive: true })
     const tmp = join(this.root, TMP_DIR, `${randomUUID()}.meta`)
     await writeFile(tmp, JSON.stringify(meta), { flag: 'wx' })
     await rename(tmp, path)
   }
 
-  async #readMeta(key: string): Promise<Meta | undefined> {
+  async #readMeta(key: string, ino: number): Promise<Meta | undefined> {
     try {
-      return JSON.parse(await readFile(this.#metaPath(key), 'utf8')) as Meta
+      return JSON.parse(await readFile(this.#metaPath(key, ino), 'utf8')) as Meta
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return undefined
       throw error
     }
   }
 
-  /** Opens the data file and finds the sidecar written for that inode, waiting out a concurrent writer. */
+  /** Opens the data file and the sidecar of that very version of it. */
   async #open(key: string): Promise<Opened> {
     assertValidKey(key)
     const path = this.#dataPath(key)
-    for (let attempt = 0; ; attempt++) {
-      let handle: Awaited<ReturnType<typeof open>>
-      try {
-        handle = await open(path, 'r')
-      } catch (error) {
-        const code = errorCode(error)
-        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new NotFoundError(key, this.root)
-        throw error
+    let handle: Awaited<ReturnType<typeof open>>
+    try {
+      handle = await open(path, 'r')
+    } catch (error) {
+      const code = errorCode(error)
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') throw new NotFoundError(key, this.root)
+      throw error
+    }
+    try {
+      const stats: Stats = await handle.stat()
+      if (stats.isDirectory()) throw new NotFoundError(key, this.root)
+      const meta = await this.#readMeta(key, stats.ino)
+      if (!meta) {
+        const actual = sha256Hex(await handle.readFile())
+        throw new IntegrityError(
+          key,
+          undefined,
+          actual,
+          'no recorded checksum (a file placed by hand, or a write cut short)',
+        )
       }
-      let stats: Stats
-      try {
-        stats = await handle.stat()
-        if (stats.isDirectory()) throw new NotFoundError(key, this.root)
-      } catch (error) {
-        await handle.close()
-        throw error
+      return {
+        meta,
+        close: () => handle.close(),
+        read: () => handle.readFile(),
+        stream: () => handle.createReadStream(),
       }
-      const meta = await this.#readMeta(key)
-      if (meta && meta.ino === stats.ino) {
-        return {
-          meta,
-          close: () => handle.close(),
-          read: () => handle.readFile(),
-          stream: () => handle.createReadStream(),
-        }
-      }
+    } catch (error) {
       await handle.close()
-      if (attempt >= SIDECAR_WAIT_MS.length) {
-        const detail = meta
-          ? 'the recorded checksum belongs to another version of the file (interrupted overwrite?)'
-          : 'no recorded checksum (interrupted write, or a file placed by hand)'
-        throw new IntegrityError(key, meta?.sha256, sha256Hex(await readFile(path)), detail)
-      }
-      await sleep(SIDECAR_WAIT_MS[attempt])
+      throw error
     }
   }
 
@@ -262,9 +271,6 @@ export class FsArtifactStore implements ArtifactStore {
     return out
   }
 }
-
-/** Back-off while a concurrent writer finishes its sidecar; about half a second in all. */
-const SIDECAR_WAIT_MS = [1, 2, 5, 10, 20, 40, 80, 150, 200]
 
 /** S3 orders keys by their UTF-8 bytes; so do we. */
 function compareKeys(a: string, b: string): number {

@@ -155,6 +155,22 @@ export function describeStoreConformance(name: string, makeFixture: () => Promis
       )
     })
 
+    it('stays consistent under 10 concurrent overwrites of one key: one writer wins, hash and bytes agree', async () => {
+      const key = 'race/overwritten.bin'
+      const bodies = Array.from({ length: 10 }, (_, i) => Buffer.from(`version ${i} `.repeat(100 + i)))
+      await Promise.all(bodies.map((b) => store.put(key, b)))
+      const bytes = await store.get(key)
+      assert.ok(
+        bodies.some((b) => b.equals(bytes)),
+        'the stored bytes are one of the written versions',
+      )
+      assert.deepEqual(await store.head(key), {
+        key,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        bytes: bytes.length,
+      })
+    })
+
     it('does not overwrite on create-if-absent when the key exists', async () => {
       await store.put('once/a.json', Buffer.from('first'))
       const second = await store.putIfAbsent('once/a.json', Buffer.from('second'))

@@ -1,6 +1,5 @@
 // Retrieval: BM25 over the local passage corpus, or a Search-R1 `/retrieve` server (e.g. an e5 Wikipedia index).
-import bm25 from 'wink-bm25-text-search'
-import nlp from 'wink-nlp-utils'
+import { createBm25 } from '../bm25.ts'
 import { knowledgeBase, type Passage } from './kb.ts'
 
 export const TOP_K = 3
@@ -24,15 +23,7 @@ let local: Retriever | null = null
 export function localRetriever(): Retriever {
   if (local) return local
   const { passages } = knowledgeBase()
-  const engine = bm25()
-  engine.defineConfig({ fldWeights: { title: 3, text: 1 } })
-  engine.definePrepTasks([
-    nlp.string.lowerCase,
-    nlp.string.removePunctuations,
-    nlp.string.tokenize0,
-    nlp.tokens.removeWords,
-    nlp.tokens.stem,
-  ] as Array<(input: never) => unknown>)
+  const engine = createBm25({ title: 3, text: 1 })
   passages.forEach((p, i) => {
     engine.addDoc({ title: p.title, text: p.text }, String(i))
   })

@@ -1,6 +1,5 @@
 // BM25 over the catalogue (wink-bm25-text-search), as WebShop ranks its search results page.
-import bm25 from 'wink-bm25-text-search'
-import nlp from 'wink-nlp-utils'
+import { createBm25 } from '../bm25.ts'
 import { catalogue, type Product } from './catalogue.ts'
 
 /** WebShop shows at most 50 results, 10 per page. */
@@ -13,15 +12,7 @@ export interface SearchIndex {
 }
 
 function build(products: Product[]): SearchIndex {
-  const engine = bm25()
-  engine.defineConfig({ fldWeights: { title: 2, body: 1 } })
-  engine.definePrepTasks([
-    nlp.string.lowerCase,
-    nlp.string.removePunctuations,
-    nlp.string.tokenize0,
-    nlp.tokens.removeWords,
-    nlp.tokens.stem,
-  ] as Array<(input: never) => unknown>)
+  const engine = createBm25({ title: 2, body: 1 })
   const byId = new Map<string, Product>()
   for (const p of products) {
     byId.set(p.asin.toLowerCase(), p)

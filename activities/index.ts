@@ -1,11 +1,19 @@
+import type { Engine } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
+import type { PhaseCounters } from './phase.ts'
+import { createPipelineActivities } from './pipeline.ts'
 import { createRecordRunActivities } from './record-run.ts'
 
 export type { ArtifactRef, RecordRunInput, RunRecord } from './record-run.ts'
 
 /** Every activity, over injected dependencies; workers are the only callers with real ones. */
-export function createActivities(deps: { store: ArtifactStore }) {
-  return { ...createRecordRunActivities(deps) }
+export function createActivities(deps: {
+  store: ArtifactStore
+  engine: Engine
+  counters?: PhaseCounters
+  episodesPerShard?: number
+}) {
+  return { ...createRecordRunActivities(deps), ...createPipelineActivities(deps) }
 }
 
 export type Activities = ReturnType<typeof createActivities>

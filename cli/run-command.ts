@@ -60,7 +60,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
   const store = storeFromEnv(localPaths().artifacts)
   say(`artifacts in ${store.location}`)
   quietRuntime()
-  const { worker, connection: workerConnection } = await createLocalWorker({
+  const local = await createLocalWorker({
     connectionOptions: target.connectionOptions,
     namespace: target.namespace,
     store,
@@ -69,7 +69,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
   try {
     const client = new Client({ connection, namespace: target.namespace })
     say(`worker on task queue ${TASK_QUEUES.control}; starting workflow registerRun ${runId}`)
-    const ref = await worker.runUntil(
+    const ref = await local.runUntil(
       client.workflow.execute(registerRun, {
         taskQueue: TASK_QUEUES.control,
         workflowId: runId,
@@ -82,7 +82,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
     if (!target.remote) say('the dev server keeps running for the Web UI; stop it with: npx seedflow down')
   } finally {
     await connection.close()
-    await workerConnection.close()
+    await local.close()
   }
 }
 
@@ -90,15 +90,17 @@ export async function workerCommand(): Promise<void> {
   const { target } = await resolveTemporal()
   const store = storeFromEnv(localPaths().artifacts)
   quietRuntime()
-  const { worker, connection } = await createLocalWorker({
+  const local = await createLocalWorker({
     connectionOptions: target.connectionOptions,
     namespace: target.namespace,
     store,
   })
-  say(`worker polling task queue ${TASK_QUEUES.control} (artifacts in ${store.location}); Ctrl-C stops it`)
+  say(
+    `worker polling task queues ${Object.values(TASK_QUEUES).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
+  )
   try {
-    await worker.run() // the SDK shuts down gracefully on SIGINT / SIGTERM
+    await Promise.all(local.workers.map((w) => w.run())) // the SDK shuts down gracefully on SIGINT / SIGTERM
   } finally {
-    await connection.close()
+    await local.close()
   }
 }

@@ -64,6 +64,8 @@ export const keys = {
   runPrefix: (runId: string) => `${run(runId)}/`,
   /** Config as given, its hash, seedflow version, created-at. */
   runRecord: (runId: string) => key(run(runId), 'run.json'),
+  /** The plan the workflows follow (shards per iteration), written by planRun and read by the shard phases. */
+  runPlan: (runId: string) => key(run(runId), 'plan.json'),
   baseCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'base', 'checkpoint', file),
 
   /** Manifest of a run-level phase shard (warmstart, sft, ...), outside any iteration. */
@@ -97,4 +99,6 @@ export const keys = {
   iterationManifest: (runId: string, k: number) => key(iteration(runId, k), 'manifest.json'),
 
   evaluation: (runId: string, k: number) => key(run(runId), 'eval', `${pad4(k)}.json`),
+  /** Evaluations before Stage 2 (`base`: the warm-start or imported checkpoint; `stage1`: π_0). */
+  stageEvaluation: (runId: string, stage: 'base' | 'stage1') => key(run(runId), 'eval', `${stage}.json`),
 } as const

@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url'
 import { NativeConnection, type NativeConnectionOptions, Worker } from '@temporalio/worker'
 import { createActivities } from '../activities/index.ts'
+import type { PhaseCounters } from '../activities/phase.ts'
+import { createWorkerEngine, type Engine } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { TASK_QUEUES } from './task-queues.ts'
 
@@ -10,25 +12,105 @@ export interface LocalWorkerOptions {
   connectionOptions: NativeConnectionOptions
   namespace: string
   store: ArtifactStore
+  /**
+   * A control queue other than TASK_QUEUES.control (tests isolating themselves): then only the control worker
+   * is created, since the rollout and train queue names are fixed in the workflows' proxies.
+   */
   taskQueue?: string
+  /** The tensor engine of every model phase; default: a worker-thread engine with one ORT thread (closed by `close`). */
+  engine?: Engine
+  counters?: PhaseCounters
+  /** Episodes per rollout shard when planning a run (default 64). */
+  episodesPerShard?: number
 }
 
-/** The all-in-one worker of the embedded default: workflows and every activity on one queue. */
-export async function createLocalWorker(
-  options: LocalWorkerOptions,
-): Promise<{ worker: Worker; connection: NativeConnection }> {
+export interface LocalWorker {
+  /** The control worker: workflows and control activities. */
+  worker: Worker
+  /** All three: control, rollout, train (one per TASK_QUEUES entry), sharing one connection. */
+  workers: Worker[]
+  connection: NativeConnection
+  engine: Engine
+  /** Runs every worker until `promise` settles, then shuts them all down (once: a Worker runs only once). */
+  runUntil<T>(promise: Promise<T>): Promise<T>
+  /** Closes the connection and, when this created it, the engine (after the workers stopped). */
+  close(): Promise<void>
+}
+
+/**
+ * The all-in-one worker of the embedded default: one Worker per task queue over one connection; workflows only
+ * on the control queue, every activity on all three.
+ */
+export async function createLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const connection = await NativeConnection.connect(options.connectionOptions)
+  const ownEngine = options.engine === undefined
+  const engine = options.engine ?? lazyEngine(() => createWorkerEngine({ threads: 1 }))
   try {
+    const activities = createActivities({
+      store: options.store,
+      engine,
+      ...(options.counters ? { counters: options.counters } : {}),
+      ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
+    })
+    const common = { connection, namespace: options.namespace, activities }
     const worker = await Worker.create({
-      connection,
-      namespace: options.namespace,
+      ...common,
       taskQueue: options.taskQueue ?? TASK_QUEUES.control,
       workflowsPath: WORKFLOWS_PATH,
-      activities: createActivities({ store: options.store }),
     })
-    return { worker, connection }
+    const workers =
+      options.taskQueue === undefined || options.taskQueue === TASK_QUEUES.control
+        ? [
+            worker,
+            await Worker.create({ ...common, taskQueue: TASK_QUEUES.rollout }),
+            await Worker.create({ ...common, taskQueue: TASK_QUEUES.train }),
+          ]
+        : [worker]
+    return {
+      worker,
+      workers,
+      connection,
+      engine,
+      async runUntil<T>(promise: Promise<T>): Promise<T> {
+        const [first, ...rest] = workers as [Worker, ...Worker[]]
+        const others = rest.map((w) => w.run())
+        try {
+          return await first.runUntil(promise)
+        } finally {
+          for (const w of rest) if (w.getState() === 'RUNNING') w.shutdown()
+          await Promise.allSettled(others)
+        }
+      },
+      async close() {
+        await connection.close()
+        if (ownEngine) await engine.close()
+      },
+    }
   } catch (error) {
     await connection.close()
+    if (ownEngine) await engine.close()
     throw error
+  }
+}
+
+/**
+ * An engine whose worker thread starts on the first model load, so a worker that only records runs never
+ * starts one (a started engine thread must be closed for the process to exit).
+ */
+function lazyEngine(create: () => Engine): Engine {
+  let engine: Engine | undefined
+  const get = () => {
+    engine ??= create()
+    return engine
+  }
+  return {
+    load: (model) => get().load(model),
+    run: (model, feeds, options) => get().run(model, feeds, options),
+    release: async (model) => {
+      if (engine) await engine.release(model)
+    },
+    close: async () => {
+      if (engine) await engine.close()
+    },
   }
 }

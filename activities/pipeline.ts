@@ -1,0 +1,715 @@
+// The pipeline activities (DESIGN.md section 3): each phase reads its inputs from the artifact store, runs the
+// training core on the worker's engine, writes its outputs and returns keys and small statistics. Every phase
+// goes through runPhase, so a retried or re-run phase with the same config and inputs is reused, not recomputed.
+import { Context } from '@temporalio/activity'
+import { ApplicationFailure } from '@temporalio/common'
+import type { AdamWState, Engine } from '../engine/index.ts'
+import { mixSeed, mulberry32 } from '../envs/rng.ts'
+import { ALGORITHMS, type AlgorithmRow, needsLibrary } from '../seed/algorithms.ts'
+import { parseRunConfig, type RunConfig } from '../seed/config.ts'
+import { episodeSkillBlock } from '../seed/index.ts'
+import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
+import { getJson, putJson } from '../store/json.ts'
+import { type CheckpointFile, keys } from '../store/keys.ts'
+import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
+import {
+  analyze,
+  annotateWithOracle,
+  evaluate,
+  loadPolicy,
+  type Policy,
+  type RolloutTrajectory,
+  rawHindsightBlocks,
+  rescore,
+  rollout,
+  type ScoredSample,
+  type SkillRecord,
+  sampleTasks,
+  sft,
+  toCheckpoint,
+  update,
+  warmstart,
+} from './core/index.ts'
+import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
+import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
+import type {
+  CheckpointRef,
+  PhaseSummary,
+  PipelineActivities,
+  RunPlan,
+  RunRef,
+  SnapshotInput,
+} from './pipeline-types.ts'
+import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
+
+export interface PipelineDeps {
+  store: ArtifactStore
+  engine: Engine
+  counters?: PhaseCounters
+  /** Episodes (tasks × samples) per rollout shard when planning a run; default 64. */
+  episodesPerShard?: number
+  /** Continue-as-new after this many iterations; default 5. */
+  iterationsPerRun?: number
+}
+
+/** What snapshot.json holds: the weights one iteration acts, scores and analyzes with. */
+export interface Snapshot {
+  version: 1
+  run: RunRef
+  iteration: number
+  acting: CheckpointRef
+  reference: CheckpointRef
+  analyzer: CheckpointRef | null
+}
+
+const MODEL_FILE: CheckpointFile = 'model.safetensors'
+
+/** Errors that no retry can fix: bad config, corrupt or missing artifacts, impossible inputs, diverged losses. */
+const FATAL = new Set([
+  'IntegrityError',
+  'CheckpointError',
+  'InvalidKeyError',
+  'InvalidRunIdError',
+  'RunConfigError',
+  'CorePhaseError',
+  'PromptBudgetError',
+  'SeedInputError',
+  'LossConfigError',
+  'OptimizerError',
+  'ShapeError',
+  'GraphError',
+  'SyntaxError',
+  'RangeError',
+  'NotFoundError',
+])
+
+/** Heartbeats when running as an activity (no-op in plain calls, e.g. unit tests). */
+function heartbeat(): void {
+  try {
+    Context.current().heartbeat()
+  } catch {
+    // not in an activity context
+  }
+}
+
+function inActivityContext(): boolean {
+  try {
+    Context.current()
+    return true
+  } catch {
+    return false
+  }
+}
+
+function fatal(message: string, type: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, type)
+}
+
+/** Runs an activity body; deterministic failures become non-retryable ApplicationFailures named by type. */
+async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
+  const timer = inActivityContext() ? setInterval(heartbeat, 10_000) : undefined
+  try {
+    return await body()
+  } catch (error) {
+    if (error instanceof ApplicationFailure) throw error
+    const e = error as Error
+    if (FATAL.has(e?.name)) {
+      const type = e.name === 'SyntaxError' ? 'CorruptArtifact' : e.name
+      throw ApplicationFailure.create({ message: `${what}: ${e.message}`, type, nonRetryable: true, cause: e })
+    }
+    throw error
+  } finally {
+    if (timer) clearInterval(timer)
+  }
+}
+
+function refOf(info: ObjectInfo): ArtifactRef {
+  return { key: info.key, sha256: info.sha256, bytes: info.bytes }
+}
+
+function summaryOf<S extends Record<string, number>>(result: PhaseResult<S>): PhaseSummary {
+  return {
+    manifestKey: result.manifestKey,
+    reused: result.reused,
+    outputs: Object.fromEntries(Object.entries(result.outputs).map(([name, info]) => [name, refOf(info)])),
+    stats: result.stats,
+  }
+}
+
+/** Only finite numbers survive into stats; a non-finite loss fails the phase for good. */
+function numericStats(values: Record<string, unknown>, lossNames: readonly string[] = []): Record<string, number> {
+  const stats: Record<string, number> = {}
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value !== 'number') continue
+    if (!Number.isFinite(value)) {
+      if (lossNames.includes(name)) throw fatal(`${name} is ${value}`, 'NonFiniteLossError')
+      continue
+    }
+    stats[name] = value
+  }
+  return stats
+}
+
+/** The key prefix of a checkpoint folder, from the key of its model file. */
+function folderOf(modelKey: string): string {
+  return modelKey.slice(0, -MODEL_FILE.length)
+}
+
+async function checkpointOutputs(store: ArtifactStore, ref: CheckpointRef): Promise<Record<string, ObjectInfo>> {
+  const outputs: Record<string, ObjectInfo> = {}
+  for (const file of ['model.safetensors', 'config.json', 'tokenizer.json', 'optimizer.safetensors'] as const) {
+    const info = await store.head(`${ref.prefix}${file}`)
+    if (info) outputs[file] = info
+  }
+  return outputs
+}
+
+function checkpointOf(outputs: Record<string, ObjectInfo>, what: string): CheckpointRef {
+  const model = outputs[MODEL_FILE]
+  if (!model) throw fatal(`${what}: the manifest records no ${MODEL_FILE}`, 'PhaseContractError')
+  return { prefix: folderOf(model.key), sha256: model.sha256 }
+}
+
+function serialSample(s: ScoredSample) {
+  return { ...s, old: Array.from(s.old), ref: Array.from(s.ref), teacher: s.teacher ? Array.from(s.teacher) : null }
+}
+
+function scoredSample(r: ReturnType<typeof serialSample>): ScoredSample {
+  return {
+    ...r,
+    old: Float64Array.from(r.old),
+    ref: Float64Array.from(r.ref),
+    teacher: r.teacher ? Float64Array.from(r.teacher) : null,
+  }
+}
+
+export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
+  const { store, engine } = deps
+  const phaseDeps = { store, ...(deps.counters ? { counters: deps.counters } : {}) }
+  const { recordRun } = createRecordRunActivities({ store })
+  const configs = new Map<string, RunConfig>()
+
+  /** The run's config, read from its record and checked against the hash the workflow carries. */
+  async function configOf(run: RunRef): Promise<RunConfig> {
+    const cached = configs.get(`${run.runId}/${run.configSha256}`)
+    if (cached) return cached
+    const record = (await getJson(store, keys.runRecord(run.runId))) as RunRecord
+    if (record.configSha256 !== run.configSha256) {
+      throw fatal(
+        `run ${run.runId} was recorded with config ${record.configSha256}, the workflow carries ${run.configSha256}`,
+        'RunConfigConflict',
+      )
+    }
+    const parsed = parseRunConfig(record.config)
+    if (!parsed.ok) throw fatal(`run ${run.runId}: ${parsed.problems.join('; ')}`, 'InvalidRunConfig')
+    configs.set(`${run.runId}/${run.configSha256}`, parsed.config)
+    return parsed.config
+  }
+
+  async function planOf(run: RunRef): Promise<RunPlan> {
+    return (await getJson(store, keys.runPlan(run.runId))) as RunPlan
+  }
+
+  async function policyOf(ref: CheckpointRef): Promise<{ policy: Policy; optimizer?: AdamWState }> {
+    const { checkpoint, optimizer } = await loadCheckpoint(store, ref)
+    const sha = (await store.head(`${ref.prefix}${MODEL_FILE}`))?.sha256
+    if (sha !== ref.sha256) {
+      throw fatal(`checkpoint ${ref.prefix}: model sha256 ${sha} is not the expected ${ref.sha256}`, 'IntegrityError')
+    }
+    return { policy: loadPolicy(engine, checkpoint), ...(optimizer ? { optimizer } : {}) }
+  }
+
+  async function snapshotOf(ref: ArtifactRef): Promise<Snapshot> {
+    const snapshot = (await getJson(store, ref.key)) as Snapshot
+    if (snapshot?.version !== 1 || !snapshot.acting) throw fatal(`${ref.key} is not a snapshot`, 'CorruptArtifact')
+    return snapshot
+  }
+
+  async function trajectoriesOf(ref: ArtifactRef): Promise<RolloutTrajectory[]> {
+    return decodeJsonlGz(await store.get(ref.key), ref.key) as RolloutTrajectory[]
+  }
+
+  async function skillsOf(ref: ArtifactRef): Promise<SkillRecord[]> {
+    const text = (await store.get(ref.key)).toString('utf8')
+    return text
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l, i) => {
+        try {
+          return JSON.parse(l) as SkillRecord
+        } catch (error) {
+          throw fatal(`${ref.key}: line ${i + 1} is not JSON (${(error as Error).message})`, 'CorruptArtifact')
+        }
+      })
+  }
+
+  /** The Stage 1 skills (parsed annotations), for rows that read the library. */
+  async function libraryOf(run: RunRef, algorithm: string): Promise<{ skills: string[]; sha256: string }> {
+    const key = keys.sftAnnotations(run.runId)
+    const head = await store.head(key)
+    if (!head) {
+      throw fatal(
+        `algorithm ${algorithm} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
+        'LibraryMissing',
+      )
+    }
+    const skills = (await skillsOf(refOf(head))).filter((s) => s.ok && s.skill).map((s) => s.skill as string)
+    if (skills.length === 0) throw fatal(`${key} holds no parsed skill`, 'LibraryMissing')
+    return { skills, sha256: head.sha256 }
+  }
+
+  /** Seeded uniform retrieval from the library, as runIteration does it. */
+  function picker(library: readonly string[], seed: number): () => string {
+    const rng = mulberry32(seed)
+    return () => library[Math.floor(rng.next() * library.length)] as string
+  }
+
+  function iterationSeed(config: RunConfig, iteration: number): number {
+    return mixSeed(config.seed, 0x5eed, iteration)
+  }
+
+  /** Tasks of one rollout shard: the iteration's B tasks, every `shards`-th from `shard` (groups stay whole). */
+  function shardTasks(config: RunConfig, iteration: number, shard: number, shards: number) {
+    const tasks = sampleTasks(
+      config.env,
+      'train',
+      config.stage2.tasksPerStep,
+      mixSeed(iterationSeed(config, iteration), 1),
+    )
+    return tasks.map((task, index) => ({ task, index })).filter((t) => t.index % shards === shard)
+  }
+
+  const scope = (run: RunRef, phase: PhaseScope['phase'], shard: number, iteration?: number): PhaseScope => ({
+    runId: run.runId,
+    phase,
+    shard,
+    ...(iteration === undefined ? {} : { iteration }),
+  })
+
+  return {
+    async planRun({ runId, config }) {
+      return guarded('planRun', async () => {
+        const parsed = parseRunConfig(config)
+        if (!parsed.ok) {
+          throw fatal(`invalid run config:\n${parsed.problems.join('\n')}`, 'InvalidRunConfig')
+        }
+        const c = parsed.config
+        const record = await recordRun({ runId, config: config as Record<string, unknown> })
+        const recorded = (await getJson(store, record.key)) as RunRecord
+        const run: RunRef = { runId, configSha256: recorded.configSha256 }
+        const episodes = c.stage2.tasksPerStep * c.stage2.groupSize
+        const plan: RunPlan = {
+          algorithm: c.algorithm,
+          env: c.env,
+          iterations: c.stage2.iterations,
+          shards: Math.max(1, Math.min(c.stage2.tasksPerStep, Math.ceil(episodes / (deps.episodesPerShard ?? 64)))),
+          evalEvery: c.evaluation.every > 0 ? c.evaluation.every : Math.max(1, c.stage2.iterations),
+          iterationsPerRun: deps.iterationsPerRun ?? 5,
+        }
+        // the plan is part of the run: a second planRun (continue-as-new never replans) keeps the first one
+        const planKey = keys.runPlan(runId)
+        if (await store.head(planKey)) {
+          const existing = (await getJson(store, planKey)) as RunPlan
+          return { run, plan: existing, record }
+        }
+        await putJson(store, planKey, plan)
+        return { run, plan, record }
+      })
+    },
+
+    async prepare({ run }) {
+      return guarded('prepare', async () => {
+        const config = await configOf(run)
+        if (config.model.kind === 'imported' || !config.warmstart) {
+          throw fatal(
+            `model.kind 'imported' (${config.model.kind === 'imported' ? config.model.folder : ''}): importing a Hugging Face folder is not wired into the pipeline yet`,
+            'NotImplemented',
+          )
+        }
+        const model = config.model
+        const settings = config.warmstart
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'warmstart', 0),
+          { configSha256: run.configSha256, inputs: {} },
+          async () => {
+            const r = await warmstart(engine, {
+              env: config.env,
+              model,
+              prompt: config.prompt,
+              warmstart: settings,
+              evaluation: config.evaluation,
+              seed: config.seed,
+              onCheck: () => heartbeat(),
+            })
+            const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
+            const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
+            const ref = await saveCheckpoint(store, prefix, r.checkpoint)
+            return { outputs: await checkpointOutputs(store, ref), stats }
+          },
+        )
+        return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'prepare') }
+      })
+    },
+
+    async stage1({ run, base }) {
+      return guarded('stage1', async () => {
+        const config = await configOf(run)
+        const s1 = config.stage1
+        if (s1.annotator.kind !== 'oracle') {
+          throw fatal(`stage1.annotator.kind ${s1.annotator.kind} is not implemented; use oracle`, 'InvalidRunConfig')
+        }
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'sft', 0),
+          { configSha256: run.configSha256, inputs: { base: base.sha256 } },
+          async () => {
+            const { policy } = await policyOf(base)
+            const seed = mixSeed(config.seed, 0x57a1)
+            const rolled = await rollout(policy, {
+              env: config.env,
+              tasks: sampleTasks(config.env, 'train', s1.tasks, mixSeed(seed, 1)),
+              groupSize: s1.samplesPerTask,
+              maxEnvSteps: s1.maxEnvSteps,
+              temperature: s1.temperature,
+              prompt: config.prompt,
+              seed: mixSeed(seed, 2),
+            })
+            heartbeat()
+            const annotated = annotateWithOracle(config.env, policy.codec, policy.model.config.maxPositions, {
+              trajectories: rolled.trajectories,
+              prompt: config.prompt,
+              maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
+              maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
+              batchSize: 64,
+            })
+            const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(rolled.trajectories))
+            const annotations = await store.put(
+              keys.sftAnnotations(run.runId),
+              Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
+            )
+            const trained = await sft(policy, {
+              skills: annotated.skills,
+              trajectories: rolled.trajectories,
+              settings: s1,
+              seed: mixSeed(seed, 3),
+            })
+            const stats = {
+              ...numericStats(trained as unknown as Record<string, unknown>, ['firstLoss', 'lastLoss']),
+              rolloutSuccess: rolled.stats.successRate,
+              annotated: annotated.skills.filter((s) => s.ok).length,
+            }
+            const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE))
+            const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy))
+            return { outputs: { ...(await checkpointOutputs(store, ref)), trajectories, annotations }, stats }
+          },
+        )
+        return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'stage1') }
+      })
+    },
+
+    async snapshot(input: SnapshotInput) {
+      return guarded('snapshot', async () => {
+        const { run, iteration } = input
+        const snapshot: Snapshot = {
+          version: 1,
+          run,
+          iteration,
+          acting: input.acting,
+          reference: input.reference,
+          analyzer: input.analyzer,
+        }
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'snapshot', 0, iteration),
+          {
+            configSha256: run.configSha256,
+            inputs: {
+              acting: input.acting.sha256,
+              reference: input.reference.sha256,
+              ...(input.analyzer ? { analyzer: input.analyzer.sha256 } : {}),
+            },
+          },
+          async () => ({
+            outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration), snapshot) },
+            stats: {},
+          }),
+        )
+        return refOf(result.outputs.snapshot as ObjectInfo)
+      })
+    },
+
+    async rollout({ run, iteration, shard, snapshot }) {
+      return guarded(`rollout shard ${shard}`, async () => {
+        const config = await configOf(run)
+        const row: AlgorithmRow = ALGORITHMS[config.algorithm]
+        const { shards } = await planOf(run)
+        const library = row.actingSkill === 'library' ? await libraryOf(run, config.algorithm) : null
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'rollout', shard, iteration),
+          {
+            configSha256: run.configSha256,
+            inputs: { snapshot: snapshot.sha256, ...(library ? { library: library.sha256 } : {}) },
+          },
+          async (ctx) => {
+            const snap = await snapshotOf(snapshot)
+            const { policy } = await policyOf(snap.acting)
+            const seed = iterationSeed(config, iteration)
+            const tasks = shardTasks(config, iteration, shard, shards)
+            const s2 = config.stage2
+            const pick = library ? picker(library.skills, mixSeed(seed, 2, shard)) : null
+            const rolled = await rollout(policy, {
+              env: config.env,
+              tasks: tasks.map((t) => t.task),
+              groupSize: s2.groupSize,
+              maxEnvSteps: s2.maxEnvSteps,
+              temperature: s2.temperature,
+              prompt: config.prompt,
+              seed: mixSeed(seed, 3, shard),
+              ...(pick ? { actingSkills: tasks.map(() => pick()) } : {}),
+            })
+            const info = await store.put(
+              keys.rollouts(run.runId, iteration, shard, ctx.attempt),
+              encodeJsonlGz(rolled.trajectories),
+            )
+            const { truncation: _t, ...stats } = rolled.stats
+            return {
+              outputs: { rollouts: info },
+              stats: { ...numericStats(stats), success: rolled.stats.successRate },
+            }
+          },
+        )
+        return summaryOf(result)
+      })
+    },
+
+    async analyze({ run, iteration, shard, snapshot, rollouts }) {
+      return guarded(`analyze shard ${shard}`, async () => {
+        const config = await configOf(run)
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'analyze', shard, iteration),
+          { configSha256: run.configSha256, inputs: { snapshot: snapshot.sha256, rollouts: rollouts.sha256 } },
+          async (ctx) => {
+            const snap = await snapshotOf(snapshot)
+            if (!snap.analyzer) {
+              throw fatal(`algorithm ${config.algorithm}: the snapshot has no analyzer`, 'PhaseContractError')
+            }
+            const { policy } = await policyOf(snap.analyzer)
+            const analyzed = await analyze(policy, {
+              trajectories: await trajectoriesOf(rollouts),
+              prompt: config.prompt,
+              maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
+              maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
+              batchSize: 64,
+            })
+            const info = await store.put(
+              keys.skills(run.runId, iteration, shard, ctx.attempt),
+              Buffer.from(analyzed.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
+            )
+            const ok = analyzed.skills.filter((s) => s.ok).length
+            return {
+              outputs: { skills: info },
+              stats: {
+                skills: analyzed.skills.length,
+                parse_rate: ok / Math.max(1, analyzed.skills.length),
+                truncated: analyzed.stats.truncated,
+                newTokens: analyzed.stats.newTokens,
+                seconds: analyzed.stats.seconds,
+              },
+            }
+          },
+        )
+        return summaryOf(result)
+      })
+    },
+
+    async rescore({ run, iteration, snapshot, rollouts, skills }) {
+      return guarded('rescore', async () => {
+        const config = await configOf(run)
+        const row: AlgorithmRow = ALGORITHMS[config.algorithm]
+        const library =
+          row.teacherContext === 'prompt+skill' && row.skillSource === 'library' && needsLibrary(row)
+            ? await libraryOf(run, config.algorithm)
+            : null
+        const inputs: Record<string, string> = { snapshot: snapshot.sha256 }
+        rollouts.forEach((r, i) => {
+          inputs[`rollouts/${i}`] = r.sha256
+        })
+        skills.forEach((s, i) => {
+          inputs[`skills/${i}`] = s.sha256
+        })
+        if (library) inputs.library = library.sha256
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'rescore', 0, iteration),
+          { configSha256: run.configSha256, inputs },
+          async (ctx) => {
+            const snap = await snapshotOf(snapshot)
+            // shards are numbered locally: renumber trajectories and groups into one iteration-wide sequence
+            const trajectories: RolloutTrajectory[] = []
+            const blocks: (string | null)[] = []
+            let groups = 0
+            for (const [shard, ref] of rollouts.entries()) {
+              const local = await trajectoriesOf(ref)
+              const byLocal = new Map<number, number>()
+              let shardGroups = 0
+              for (const t of local) {
+                byLocal.set(t.id, trajectories.length)
+                shardGroups = Math.max(shardGroups, t.group + 1)
+                trajectories.push({ ...t, id: trajectories.length, group: groups + t.group })
+                blocks.push(null)
+              }
+              groups += shardGroups
+              const skillRef = skills[shard]
+              if (skillRef) {
+                for (const s of await skillsOf(skillRef)) {
+                  const at = byLocal.get(s.trajectory)
+                  if (at === undefined) {
+                    throw fatal(`${skillRef.key}: skill for unknown trajectory ${s.trajectory}`, 'CorruptArtifact')
+                  }
+                  if (s.ok && s.skill) blocks[at] = episodeSkillBlock(s.skill)
+                }
+              }
+            }
+            let teacherBlocks: (string | null)[] | undefined
+            if (row.rescore?.teacher) {
+              if (row.skillSource === 'self-analysis' || row.skillSource === 'reference-analysis')
+                teacherBlocks = blocks
+              else if (library) {
+                const next = picker(library.skills, mixSeed(iterationSeed(config, iteration), 4))
+                teacherBlocks = trajectories.map(() => episodeSkillBlock(next()))
+              } else if (row.teacherContext === 'prompt+raw-trajectory')
+                teacherBlocks = rawHindsightBlocks(trajectories)
+            }
+            const { policy } = await policyOf(snap.acting)
+            const reference =
+              snap.reference.sha256 === snap.acting.sha256 ? null : (await policyOf(snap.reference)).policy
+            const scored = await rescore(policy, reference, {
+              trajectories,
+              ...(teacherBlocks ? { teacherBlocks } : {}),
+              budget: {
+                maxPromptTokens: config.prompt.maxPromptTokens,
+                responseTokens: config.prompt.maxResponseTokens,
+                contextLength: policy.model.config.maxPositions,
+              },
+              temperature: config.stage2.temperature,
+              batchSize: 64,
+            })
+            // JSON lines (gzip) for now, although the key ends in .bin
+            const info = await store.put(
+              keys.rescore(run.runId, iteration, 0, ctx.attempt),
+              encodeJsonlGz(scored.samples.map(serialSample)),
+            )
+            return {
+              outputs: { rescore: info },
+              stats: {
+                samples: scored.stats.samples,
+                teacherSamples: scored.stats.teacherSamples,
+                maxSamplerGap: scored.stats.maxSamplerGap,
+                seconds: scored.stats.seconds,
+              },
+            }
+          },
+        )
+        return summaryOf(result)
+      })
+    },
+
+    async update({ run, iteration, snapshot, rollouts, rescore: scoredRef }) {
+      return guarded('update', async () => {
+        const config = await configOf(run)
+        const row: AlgorithmRow = ALGORITHMS[config.algorithm]
+        if (!row.loss) throw fatal(`algorithm ${config.algorithm} has no RL update`, 'PhaseContractError')
+        const terms = row.loss
+        const inputs: Record<string, string> = { snapshot: snapshot.sha256, rescore: scoredRef.sha256 }
+        rollouts.forEach((r, i) => {
+          inputs[`rollouts/${i}`] = r.sha256
+        })
+        const result = await runPhase(
+          phaseDeps,
+          scope(run, 'update', 0, iteration),
+          { configSha256: run.configSha256, inputs },
+          async (ctx) => {
+            const snap = await snapshotOf(snapshot)
+            const { policy, optimizer } = await policyOf(snap.acting)
+            const samples = (
+              decodeJsonlGz(await store.get(scoredRef.key), scoredRef.key) as ReturnType<typeof serialSample>[]
+            ).map(scoredSample)
+            const updated = await update(policy, {
+              samples,
+              terms,
+              settings: config.stage2,
+              ...(optimizer ? { optimizerState: optimizer } : {}),
+            })
+            const stats = numericStats(updated.metrics as unknown as Record<string, unknown>, [
+              'loss',
+              'pgLoss',
+              'gradNorm',
+            ])
+            for (const name of ['kl', 'entropy', 'opdLoss'] as const) {
+              const v = updated.metrics[name]
+              if (v !== null && !Number.isFinite(v)) throw fatal(`${name} is ${v}`, 'NonFiniteLossError')
+            }
+            const prefix = folderOf(keys.checkpoint(run.runId, iteration, MODEL_FILE, ctx.attempt))
+            const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy), updated.optimizerState)
+            return { outputs: await checkpointOutputs(store, ref), stats }
+          },
+        )
+        return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'update') }
+      })
+    },
+
+    async evaluate({ run, iteration, label, checkpoint }) {
+      return guarded(`evaluate ${label}`, async () => {
+        const config = await configOf(run)
+        const row: AlgorithmRow = ALGORITHMS[config.algorithm]
+        // before Stage 2 there are two run-level evaluations: shard 0 is the base checkpoint, shard 1 Stage 1's
+        const stage = iteration < 0 ? (label === 'base' ? 'base' : 'stage1') : null
+        const library = row.evaluationSkill === 'library' ? await libraryOf(run, config.algorithm) : null
+        const result = await runPhase(
+          phaseDeps,
+          stage === null ? scope(run, 'evaluate', 0, iteration) : scope(run, 'evaluate', stage === 'base' ? 0 : 1),
+          {
+            configSha256: run.configSha256,
+            inputs: { checkpoint: checkpoint.sha256, ...(library ? { library: library.sha256 } : {}) },
+          },
+          async () => {
+            const { policy } = await policyOf(checkpoint)
+            const e = config.evaluation
+            const seed = mixSeed(config.seed, 0xe7a1)
+            const pick = library ? picker(library.skills, mixSeed(seed, 1)) : null
+            const r = await evaluate(policy, {
+              env: config.env,
+              split: e.split,
+              seedStart: e.seedStart,
+              tasks: e.tasks,
+              temperature: e.temperature,
+              maxEnvSteps: e.maxEnvSteps,
+              prompt: config.prompt,
+              seed,
+              ...(pick ? { skills: Array.from({ length: e.tasks }, () => pick()) } : {}),
+            })
+            const key = stage === null ? keys.evaluation(run.runId, iteration) : keys.stageEvaluation(run.runId, stage)
+            const info = await putJson(store, key, { label, iteration, checkpoint, ...r })
+            return {
+              outputs: { evaluation: info },
+              stats: {
+                success: r.successRate,
+                standardError: r.standardError,
+                macroSuccess: r.macroSuccessRate,
+                meanScore: r.meanScore,
+                meanLength: r.meanLength,
+                invalidRate: r.invalidRate,
+                tasks: r.tasks,
+                seconds: r.seconds,
+              },
+            }
+          },
+        )
+        return summaryOf(result)
+      })
+    },
+  }
+}

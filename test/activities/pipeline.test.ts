@@ -1,0 +1,99 @@
+// The pipeline activities called directly on the filesystem store: the failures that no retry can fix come
+// back as non-retryable ApplicationFailures named by type. (The end-to-end run is test/integration/pipeline.)
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { ApplicationFailure } from '@temporalio/common'
+import { PhaseCounters } from '../../activities/phase.ts'
+import { createPipelineActivities } from '../../activities/pipeline.ts'
+import type { PipelineActivities, RunRef, StageSummary } from '../../activities/pipeline-types.ts'
+import { createLocalEngine } from '../../engine/index.ts'
+import { FsArtifactStore } from '../../store/fs-store.ts'
+import { putJson } from '../../store/json.ts'
+import { keys } from '../../store/keys.ts'
+import { microConfig } from './core/micro.ts'
+
+const engine = createLocalEngine({ threads: 1 })
+
+async function failure(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  assert.ok(error instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(error)}`)
+  return error
+}
+
+describe('pipeline activities on the filesystem store', () => {
+  let root: string
+  let store: FsArtifactStore
+  let counters: PhaseCounters
+  let acts: PipelineActivities
+  let run: RunRef
+  let base: StageSummary
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'seedflow-pipeline-'))
+    store = new FsArtifactStore(root)
+    counters = new PhaseCounters()
+    acts = createPipelineActivities({ store, engine, counters })
+    ;({ run } = await acts.planRun({ runId: 'unit-run', config: microConfig('grpo') }))
+    base = await acts.prepare({ run })
+  })
+
+  after(async () => {
+    await engine.close()
+    await rm(root, { recursive: true, force: true })
+  })
+
+  it('planRun: a bad config is InvalidRunConfig listing every path, and nothing is recorded', async () => {
+    const bad = { ...microConfig(), env: 'chess', threads: -2 }
+    const f = await failure(acts.planRun({ runId: 'bad-run', config: bad }))
+    assert.equal(f.type, 'InvalidRunConfig')
+    assert.equal(f.nonRetryable, true)
+    assert.match(f.message, /env: /)
+    assert.match(f.message, /threads: /)
+    assert.equal(await store.head(keys.runRecord('bad-run')), undefined)
+  })
+
+  it('prepare: the warm-started base checkpoint is reused on a second call', async () => {
+    assert.equal(base.reused, false)
+    assert.equal(
+      (await store.head(keys.baseCheckpoint('unit-run', 'model.safetensors')))?.sha256,
+      base.checkpoint.sha256,
+    )
+    const again = await acts.prepare({ run })
+    assert.equal(again.reused, true)
+    assert.deepEqual(again.checkpoint, base.checkpoint)
+    assert.equal(counters.reused.get('warmstart'), 1)
+  })
+
+  it('rollout: a snapshot that is not one is CorruptArtifact; a checkpoint whose weights changed is IntegrityError', async () => {
+    const bogus = await putJson(store, keys.snapshot('unit-run', 0), { hello: 'world' })
+    const f = await failure(acts.rollout({ run, iteration: 0, shard: 0, snapshot: bogus }))
+    assert.equal(f.type, 'CorruptArtifact')
+    assert.equal(f.nonRetryable, true)
+
+    const wrong = { ...base.checkpoint, sha256: '0'.repeat(64) }
+    const snapshot = await acts.snapshot({ run, iteration: 1, acting: wrong, reference: wrong, analyzer: null })
+    const g = await failure(acts.rollout({ run, iteration: 1, shard: 0, snapshot }))
+    assert.equal(g.type, 'IntegrityError')
+    assert.equal(g.nonRetryable, true)
+  })
+
+  it('a run record of another config under the same run id is RunConfigConflict', async () => {
+    const f = await failure(acts.prepare({ run: { ...run, configSha256: 'e'.repeat(64) } }))
+    assert.equal(f.type, 'RunConfigConflict')
+  })
+
+  it('an imported model is refused as not wired yet', async () => {
+    const c = microConfig('grpo')
+    const imported = { ...c, model: { kind: 'imported', folder: '/models/qwen', maxPositions: 640 }, warmstart: null }
+    const { run: r } = await acts.planRun({ runId: 'imported-run', config: imported })
+    const f = await failure(acts.prepare({ run: r }))
+    assert.equal(f.type, 'NotImplemented')
+    assert.match(f.message, /not wired/)
+  })
+})

@@ -48,8 +48,15 @@ async function resolveTemporal(): Promise<{ target: TemporalTarget; uiUrl?: stri
   return { target: temporalTarget(server.address), ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}) }
 }
 
+/** Warnings and errors only; activity-only workers' "no workflows registered" notice is expected here. */
 function quietRuntime(): void {
-  Runtime.install({ logger: new DefaultLogger('WARN') })
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) => {
+      if (entry.message.startsWith('No workflows registered')) return
+      const meta = entry.meta && Object.keys(entry.meta).length > 0 ? ` ${JSON.stringify(entry.meta)}` : ''
+      process.stderr.write(`seedflow: ${entry.level.toLowerCase()}: ${entry.message}${meta}\n`)
+    }),
+  })
 }
 
 export async function runCommand(configPath: string | undefined, options: { runId?: string }): Promise<void> {

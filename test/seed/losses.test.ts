@@ -116,23 +116,22 @@ const SEED_CONFIG: ActorLossConfig = {
   entropyCoef: 0.001,
   opdCoef: 0.01,
 }
+/** The batch's per-token Values as actorLoss takes them. */
+const actorInputs = (x: Parameters<Build>[1]) => ({
+  logProbs: x.s,
+  oldLogProbs: x.old,
+  advantages: x.adv,
+  mask: x.mask,
+  refLogProbs: x.ref,
+  entropy: x.entropy,
+  teacherLogProbs: x.teacher,
+  opdSampleMask: x.sampleMask,
+})
+
 const actorBuild =
   (config: ActorLossConfig = SEED_CONFIG): Build =>
   (op, x) => {
-    const r = actorLoss(
-      op,
-      {
-        logProbs: x.s,
-        oldLogProbs: x.old,
-        advantages: x.adv,
-        mask: x.mask,
-        refLogProbs: x.ref,
-        entropy: x.entropy,
-        teacherLogProbs: x.teacher,
-        opdSampleMask: x.sampleMask,
-      },
-      config,
-    )
+    const r = actorLoss(op, actorInputs(x), config)
     return { loss: r.loss, clipFraction: r.pg.clipFraction }
   }
 
@@ -438,20 +437,7 @@ describe('combined actor loss', () => {
       const out = await runTerm(
         engine,
         (op, x) => {
-          const r = actorLoss(
-            op,
-            {
-              logProbs: x.s,
-              oldLogProbs: x.old,
-              advantages: x.adv,
-              mask: x.mask,
-              refLogProbs: x.ref,
-              entropy: x.entropy,
-              teacherLogProbs: x.teacher,
-              opdSampleMask: x.sampleMask,
-            },
-            { ...SEED_CONFIG, terms },
-          )
+          const r = actorLoss(op, actorInputs(x), { ...SEED_CONFIG, terms })
           const present: Record<string, typeof r.loss> = { loss: r.loss, term_pg: r.pg.loss }
           if (r.kl) present.term_kl = r.kl
           if (r.entropy) present.term_entropy = r.entropy

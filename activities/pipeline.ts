@@ -83,13 +83,28 @@ const FATAL = new Set([
   'NotFoundError',
 ])
 
+/** The last progress details each running activity reported; every later heartbeat repeats them. */
+const progressOf = new WeakMap<Context, PhaseProgress>()
+
+/** What a long phase reports in its heartbeats (`seedflow run` and the Web UI show it). */
+export interface PhaseProgress {
+  phase: string
+  step: number
+  steps: number
+  /** Validation success at the last check, where the phase checks it. */
+  successRate?: number
+}
+
 /** Heartbeats when running as an activity (no-op in plain calls, e.g. unit tests). */
-function heartbeat(): void {
+function heartbeat(progress?: PhaseProgress): void {
+  let context: Context
   try {
-    Context.current().heartbeat()
+    context = Context.current()
   } catch {
-    // not in an activity context
+    return // not in an activity context
   }
+  if (progress) progressOf.set(context, progress)
+  context.heartbeat(progressOf.get(context))
 }
 
 function inActivityContext(): boolean {
@@ -340,7 +355,13 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               warmstart: settings,
               evaluation: config.evaluation,
               seed: config.seed,
-              onCheck: () => heartbeat(),
+              onCheck: (check) =>
+                heartbeat({
+                  phase: 'warmstart',
+                  step: check.step,
+                  steps: settings.steps,
+                  successRate: check.successRate,
+                }),
             })
             const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
             const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))

@@ -2,32 +2,33 @@ import { readFile } from 'node:fs/promises'
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client'
 import { DefaultLogger, Runtime } from '@temporalio/worker'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
+import { cpuSokobanPreset, parseRunConfig, type RunConfig } from '../seed/config.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { FsArtifactStore } from '../store/fs-store.ts'
 import { assertValidRunId } from '../store/keys.ts'
 import { type TemporalTarget, temporalTarget } from '../workers/connection.ts'
 import { createLocalWorker } from '../workers/local.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
-import { registerRun } from '../workflows/index.ts'
-
-/** Until the pipeline lands, the main job records this configuration as the run's record. */
-const DEFAULT_CONFIG = { env: 'sokoban', algorithm: 'seed', preset: 'tiny' }
+import { type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
+import { formatEvaluation, watchRun } from './progress.ts'
 
 function say(line: string): void {
   process.stdout.write(`seedflow: ${line}\n`)
 }
 
-async function readConfig(path: string | undefined): Promise<Record<string, unknown>> {
-  if (path === undefined) return DEFAULT_CONFIG
+/** The run configuration: the file's (every bad field listed) or the CPU sokoban preset of the tiny model. */
+async function readConfig(path: string | undefined): Promise<RunConfig> {
+  if (path === undefined) return cpuSokobanPreset('seed')
   let value: unknown
   try {
     value = JSON.parse(await readFile(path, 'utf8'))
   } catch (error) {
     throw new Error(`cannot read the run configuration ${path}: ${(error as Error).message}`)
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new Error(`${path} must hold a JSON object`)
-  return value as Record<string, unknown>
+  const parsed = parseRunConfig(value)
+  if (!parsed.ok) throw new Error(`${path} is not a valid run configuration:\n  ${parsed.problems.join('\n  ')}`)
+  return parsed.config
 }
 
 function defaultRunId(now = new Date()): string {
@@ -63,6 +64,10 @@ export async function runCommand(configPath: string | undefined, options: { runI
   const config = await readConfig(configPath)
   const runId = options.runId ?? defaultRunId()
   assertValidRunId(runId)
+  say(
+    `run ${runId}: ${config.algorithm} on ${config.env}, ${config.stage2.iterations} iterations × ${config.stage2.tasksPerStep} tasks × ${config.stage2.groupSize} samples` +
+      (configPath ? ` (${configPath})` : ' (the CPU sokoban preset; `seedflow run <config.json>` for another)'),
+  )
   const { target, uiUrl } = await resolveTemporal()
   const store = storeFromEnv(localPaths().artifacts)
   say(`artifacts in ${store.location}`)
@@ -75,22 +80,54 @@ export async function runCommand(configPath: string | undefined, options: { runI
   const connection = await Connection.connect(target.connectionOptions as ConnectionOptions)
   try {
     const client = new Client({ connection, namespace: target.namespace })
-    say(`worker on task queue ${TASK_QUEUES.control}; starting workflow registerRun ${runId}`)
-    const ref = await local.runUntil(
-      client.workflow.execute(registerRun, {
-        taskQueue: TASK_QUEUES.control,
-        workflowId: runId,
-        args: [{ runId, config }],
-      }),
-    )
-    say(`run ${runId} recorded: ${ref.key} (${ref.bytes} bytes, sha256 ${ref.sha256})`)
     if (uiUrl) say(`Web UI: ${uiUrl}/namespaces/${target.namespace}/workflows/${encodeURIComponent(runId)}`)
-    if (store instanceof FsArtifactStore) say(`artifact: ${store.root}/${ref.key}`)
+    say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}; starting workflow seedRun ${runId}`)
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: runId,
+      args: [{ runId, config }],
+    })
+    const watcher = watchRun(client, runId, say)
+    let result: SeedRunResult
+    try {
+      result = await local.runUntil(handle.result())
+    } finally {
+      await watcher.stop()
+    }
+    printSummary(
+      runId,
+      result,
+      config.model.kind === 'builtin' ? 'warm-start' : 'imported model',
+      store,
+      uiUrl ? `${uiUrl}/namespaces/${target.namespace}` : undefined,
+    )
     if (!target.remote) say('the dev server keeps running for the Web UI; stop it with: npx seedflow down')
   } finally {
     await connection.close()
     await local.close()
   }
+}
+
+/** Held-out success of the warm-start (base), Stage-1 and final checkpoints, and where to look. */
+function printSummary(
+  runId: string,
+  result: SeedRunResult,
+  baseName: string,
+  store: ArtifactStore,
+  ui: string | undefined,
+): void {
+  const last = result.evaluations.length - 1
+  const named = (label: string) => (label === 'base' ? baseName : label)
+  const rows = result.evaluations.map(
+    (e, i) => [`${named(e.label)}${i === last && e.iteration >= 0 ? ' (final)' : ''}`, formatEvaluation(e)] as const,
+  )
+  const width = Math.max(...rows.map((r) => r[0].length), 10)
+  process.stdout.write(`\nheld-out success of run ${runId}:\n`)
+  for (const [label, value] of rows) process.stdout.write(`  ${label.padEnd(width)}  ${value}\n`)
+  process.stdout.write('\n')
+  say(`final checkpoint: ${result.checkpoint.prefix} (model sha256 ${result.checkpoint.sha256.slice(0, 12)}…)`)
+  if (store instanceof FsArtifactStore) say(`artifacts: ${store.root}/runs/${runId}/`)
+  if (ui) say(`Web UI: ${ui}/workflows/${encodeURIComponent(runId)}`)
 }
 
 export async function workerCommand(): Promise<void> {

@@ -19,6 +19,12 @@ export const ModelConfigSchema = z
     maxPositions: z.number().int().positive(),
     qkvBias: z.boolean(),
     tieEmbeddings: z.boolean(),
+    /**
+     * A learned absolute position table added to the token embeddings, on top of rotary attention (built-in
+     * model only; not a Hugging Face layout). Rotary attention leaves values position-free, so a small model
+     * must work out where a grid cell sits through attention alone; the table hands it the position directly.
+     */
+    learnedPositions: z.boolean().optional(),
   })
   .superRefine((c, ctx) => {
     if (c.numHeads % c.numKvHeads !== 0) {
@@ -97,6 +103,9 @@ export class ModelConfigError extends Error {
   override name = 'ModelConfigError'
 }
 
+/** config.json key of `learnedPositions` models (not a transformers field). */
+const LEARNED_POSITIONS_KEY = 'seedflow_learned_positions'
+
 /** Reads a Hugging Face config.json of a Llama or Qwen2 architecture. */
 export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'config.json'): ModelConfig {
   const modelType = hf.model_type
@@ -131,6 +140,7 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
     maxPositions: num('max_position_embeddings'),
     qkvBias: modelType === 'qwen2' ? true : hf.attention_bias === true,
     tieEmbeddings: hf.tie_word_embeddings === true,
+    ...(hf[LEARNED_POSITIONS_KEY] === true ? { learnedPositions: true } : {}),
   })
   if (!parsed.success) {
     throw new ModelConfigError(
@@ -163,6 +173,8 @@ export function toHuggingFaceConfig(
     eos_token_id: tokens.eosIds.length === 1 ? tokens.eosIds[0] : [...tokens.eosIds],
     initializer_range: 0.02,
     use_cache: true,
+    // our own key: transformers ignores it (and the position table), so such a checkpoint is ours alone
+    ...(c.learnedPositions ? { [LEARNED_POSITIONS_KEY]: true } : {}),
   }
   return c.family === 'qwen2'
     ? { architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', ...common, use_sliding_window: false }

@@ -4,7 +4,7 @@
 // Hugging Face names them; every log-prob comes from logits × inv_temperature.
 import { type Builder, constTensor, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
-import { parameterSpecs } from './parameters.ts'
+import { POSITION_TABLE, parameterSpecs } from './parameters.ts'
 
 export type FloatType = 'float32' | 'float64'
 
@@ -164,6 +164,7 @@ function decoder(
   const { op, c } = m
   const eps = { epsilon: c.rmsNormEps }
   let x = op.Gather(param(m, 'model.embed_tokens.weight'), m.ids) // (B, T, C)
+  if (c.learnedPositions) x = op.Add(x, op.Gather(param(m, POSITION_TABLE), m.positions))
   const mask = selfMask(m)
   const newK: Value[] = []
   const newV: Value[] = []

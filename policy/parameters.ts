@@ -1,5 +1,8 @@
 import type { ModelConfig } from './config.ts'
 
+/** The learned absolute position table of `learnedPositions` models (not a Hugging Face name). */
+export const POSITION_TABLE = 'model.embed_positions.weight'
+
 /** One weight tensor, named as Hugging Face's Llama / Qwen2 modules name it. */
 export interface ParameterSpec {
   name: string
@@ -14,6 +17,7 @@ export function parameterSpecs(c: ModelConfig): ParameterSpec[] {
   const q = c.numHeads * c.headDim
   const kv = c.numKvHeads * c.headDim
   const specs: ParameterSpec[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, C], init: 'normal' }]
+  if (c.learnedPositions) specs.push({ name: POSITION_TABLE, shape: [c.maxPositions, C], init: 'normal' })
   for (let l = 0; l < c.numLayers; l++) {
     const p = `model.layers.${l}`
     specs.push({ name: `${p}.input_layernorm.weight`, shape: [C], init: 'ones' })

@@ -46,6 +46,8 @@ const BuiltinModel = z.object({
   maxPositions: positiveInt(),
   /** Target vocabulary of the byte-level BPE built from environment text (fewer if the text runs out of pairs). */
   vocabSize: z.number().int().min(260),
+  /** A learned absolute position table on top of rotary attention (policy/config.ts `learnedPositions`). */
+  learnedPositions: z.boolean().default(false),
 })
 
 /** A Hugging Face folder (config.json, model.safetensors, tokenizer.json) of a Llama or Qwen2 model. */

@@ -4,7 +4,9 @@
 import {
   ApplicationFailure,
   continueAsNew,
+  defineQuery,
   executeChild,
+  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
@@ -18,8 +20,25 @@ export interface Evaluation {
   label: string
   iteration: number
   success: number
+  /** Standard error of `success` over the evaluated tasks. */
+  standardError: number
+  tasks: number
   manifestKey: string
 }
+
+/** What the `status` query answers: where the run is and its evaluations so far. */
+export interface RunStatus {
+  runId: string
+  /** prepare, stage1, iteration, evaluate or done. */
+  phase: string
+  /** The iteration running (or next), and how many the run has. */
+  iteration: number
+  iterations: number
+  algorithm: string | null
+  evaluations: Evaluation[]
+}
+
+export const statusQuery = defineQuery<RunStatus>('status')
 
 /** Everything a continued run needs; carried by continueAsNew. */
 export interface RunState {
@@ -55,11 +74,21 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       'InvalidRunConfig',
     )
   }
-  const state = input.state ?? (await start(input))
+  const status: RunStatus = {
+    runId: input.runId,
+    phase: 'prepare',
+    iteration: input.state?.iteration ?? 0,
+    iterations: input.state?.plan.iterations ?? 0,
+    algorithm: input.state?.plan.algorithm ?? null,
+    evaluations: input.state?.evaluations ?? [],
+  }
+  setHandler(statusQuery, () => status)
+  const state = input.state ?? (await start(input, status))
   const first = state.iteration
   const row = ALGORITHMS[state.plan.algorithm]
   while (row.rl && state.iteration < state.plan.iterations) {
     const k = state.iteration
+    Object.assign(status, { phase: 'iteration', iteration: k })
     const analyzer = row.analyzer === 'current' ? state.acting : row.analyzer === 'stage1' ? state.fixedAnalyzer : null
     const result = await executeChild(seedIteration, {
       workflowId: `${state.run.runId}/iter-${k}`,
@@ -70,23 +99,26 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     state.acting = result.checkpoint
     state.iteration = k + 1
     const last = state.iteration === state.plan.iterations
-    if (last || state.iteration % state.plan.evalEvery === 0) await evaluate(state, `iteration ${k}`, k)
+    status.iteration = state.iteration
+    if (last || state.iteration % state.plan.evalEvery === 0) await evaluate(state, `iteration ${k}`, k, status)
     if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
       await continueAsNew<typeof seedRun>({ runId: input.runId, config: input.config, state })
     }
   }
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'done' }])
+  status.phase = 'done'
   return { runId: state.run.runId, checkpoint: state.acting, evaluations: state.evaluations }
 }
 
 /** Plan the run, make the base checkpoint, run Stage 1 where the row starts from it, evaluate both. */
-async function start(input: SeedRunInput): Promise<RunState> {
+async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> {
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
   const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
   upsertSearchAttributes([
     { key: SEED_ENV, value: plan.env },
     { key: SEED_ALGORITHM, value: plan.algorithm },
   ])
+  Object.assign(status, { iterations: plan.iterations, algorithm: plan.algorithm })
   const row = ALGORITHMS[plan.algorithm]
   const base = await trainQueue.prepare({ run })
   const state: RunState = {
@@ -96,27 +128,36 @@ async function start(input: SeedRunInput): Promise<RunState> {
     acting: base.checkpoint,
     reference: base.checkpoint,
     fixedAnalyzer: null,
-    evaluations: [],
+    evaluations: status.evaluations,
   }
-  await evaluate(state, 'base', -1)
+  await evaluate(state, 'base', -1, status)
   if (needsStage1(row)) {
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
+    status.phase = 'stage1'
     const sft = await trainQueue.stage1({ run, base: base.checkpoint })
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
-    await evaluate(state, 'stage 1', -1)
+    await evaluate(state, 'stage 1', -1, status)
   }
   return state
 }
 
-async function evaluate(state: RunState, label: string, iteration: number): Promise<void> {
+async function evaluate(state: RunState, label: string, iteration: number, status: RunStatus): Promise<void> {
+  status.phase = 'evaluate'
   upsertSearchAttributes([
     { key: SEED_PHASE, value: 'evaluate' },
     { key: SEED_ITERATION, value: Math.max(iteration, 0) },
   ])
   const result = await rolloutQueue.evaluate({ run: state.run, iteration, label, checkpoint: state.acting })
   const success = result.stats.success ?? Number.NaN
-  state.evaluations.push({ label, iteration, success, manifestKey: result.manifestKey })
+  state.evaluations.push({
+    label,
+    iteration,
+    success,
+    standardError: result.stats.standardError ?? Number.NaN,
+    tasks: result.stats.tasks ?? 0,
+    manifestKey: result.manifestKey,
+  })
   if (Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
 }

@@ -148,6 +148,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     maxPositions: input.model.maxPositions,
     qkvBias: false,
     tieEmbeddings: true,
+    ...(input.model.learnedPositions ? { learnedPositions: true } : {}),
   }
   const checkpoint: Checkpoint = {
     config,

@@ -1,0 +1,112 @@
+// Progress of a running seedRun as lines on the terminal: the run's `status` query (phase, iteration,
+// evaluations), the running iteration child's phase (its SeedPhase search attribute) and the heartbeat details of
+// long activities (warm-start steps and validation checks). One line per change; the same in a terminal and a log.
+import { type Client, WorkflowNotFoundError } from '@temporalio/client'
+import { defaultPayloadConverter } from '@temporalio/common'
+import type { PhaseProgress } from '../activities/pipeline.ts'
+import { type Evaluation, type RunStatus, statusQuery } from '../workflows/seed-run.ts'
+
+export interface RunWatcher {
+  stop(): Promise<void>
+}
+
+const percent = (x: number) => `${(100 * x).toFixed(1)}%`
+
+export function formatEvaluation(e: Evaluation): string {
+  const se = Number.isFinite(e.standardError) ? ` ± ${percent(e.standardError)}` : ''
+  return `${percent(e.success)}${se} (${e.tasks} tasks)`
+}
+
+/** Heartbeat details of the activities a workflow is running now (those that reported any). */
+async function pendingProgress(client: Client, workflowId: string): Promise<PhaseProgress[]> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe()
+    const found: PhaseProgress[] = []
+    for (const activity of description.raw.pendingActivities ?? []) {
+      const payload = activity.heartbeatDetails?.payloads?.[0]
+      if (!payload) continue
+      const details = defaultPayloadConverter.fromPayload<PhaseProgress>(payload)
+      if (details && typeof details.phase === 'string') found.push(details)
+    }
+    return found
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return []
+    throw error
+  }
+}
+
+async function childPhase(client: Client, workflowId: string): Promise<string | undefined> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe()
+    const value = description.searchAttributes.SeedPhase?.[0]
+    return typeof value === 'string' ? value : undefined
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return undefined
+    throw error
+  }
+}
+
+function describeProgress(p: PhaseProgress): string {
+  const check = p.successRate === undefined ? '' : `, validation success ${percent(p.successRate)}`
+  return `${p.phase} step ${p.step}/${p.steps}${check}`
+}
+
+/** Polls the run every `intervalMs` and calls `print` with each new progress line. */
+export function watchRun(client: Client, runId: string, print: (line: string) => void, intervalMs = 1000): RunWatcher {
+  const started = performance.now()
+  const clock = () => {
+    const s = Math.round((performance.now() - started) / 1000)
+    return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`
+  }
+  let last = ''
+  let evaluationsShown = 0
+  let stopped = false
+  let failures = 0
+
+  async function poll(): Promise<void> {
+    let status: RunStatus
+    try {
+      status = await client.workflow.getHandle(runId).query(statusQuery)
+    } catch {
+      return // not started yet, or between continue-as-new runs
+    }
+    for (const e of status.evaluations.slice(evaluationsShown))
+      print(`[${clock()}] evaluation ${e.label}: ${formatEvaluation(e)}`)
+    evaluationsShown = status.evaluations.length
+    let line: string
+    if (status.phase === 'iteration') {
+      const child = `${runId}/iter-${status.iteration}`
+      const phase = (await childPhase(client, child)) ?? 'starting'
+      line = `iteration ${status.iteration} (${status.iteration + 1} of ${status.iterations}): ${phase}`
+    } else {
+      const details = (await pendingProgress(client, runId)).map(describeProgress)
+      line = [status.phase, ...details].join(': ')
+    }
+    if (line !== last) print(`[${clock()}] ${line}`)
+    last = line
+  }
+
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await poll()
+        failures = 0
+      } catch (error) {
+        if (++failures === 3) print(`progress unavailable: ${(error as Error).message}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, intervalMs))
+    }
+  })()
+
+  return {
+    async stop() {
+      stopped = true
+      await loop
+      try {
+        await poll() // the last evaluations
+      } catch {
+        // the run is over; nothing more to show
+      }
+    },
+  }
+}

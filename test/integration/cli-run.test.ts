@@ -1,0 +1,74 @@
+// `seedflow run <config>` as a user runs it, against the test's Temporal server (TEMPORAL_ADDRESS) with a
+// folder store: a micro seedRun shows its progress and ends with the table of held-out success; a bad file is
+// rejected with every bad field before anything starts.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { microConfig } from '../activities/core/micro.ts'
+import { testServers } from './servers.ts'
+
+const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
+
+function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => {
+      out += d
+    })
+    child.stderr.on('data', (d) => {
+      err += d
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, out, err }))
+  })
+}
+
+describe('seedflow run (CLI, real dev server, folder store)', () => {
+  let dir: string
+  let env: NodeJS.ProcessEnv
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'seedflow-cli-run-'))
+    env = {
+      TEMPORAL_ADDRESS: testServers().temporalAddress,
+      SEEDFLOW_ARTIFACTS_DIR: join(dir, 'artifacts'),
+      SEEDFLOW_S3_BUCKET: '',
+    }
+  })
+
+  after(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('runs a micro seedRun with progress lines and prints warm-start, Stage-1 and final success', async () => {
+    const c = microConfig('seed')
+    const file = join(dir, 'micro.json')
+    writeFileSync(file, JSON.stringify({ ...c, stage2: { ...c.stage2, iterations: 2 } }))
+    const runId = `cli-run-${process.pid}`
+    const r = await seedflow(['run', file, '--run-id', runId], env)
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.out}\n${r.err}`)
+    assert.match(r.out, /starting workflow seedRun/)
+    assert.match(r.out, /evaluation base: \d+\.\d% ± \d+\.\d% \(4 tasks\)/)
+    assert.match(r.out, /iteration 1 \(2 of 2\): (snapshot|rollout|analyze|rescore|update)/)
+    const table = r.out.slice(r.out.indexOf(`held-out success of run ${runId}:`))
+    assert.ok(table.length > 0, r.out)
+    for (const label of ['warm-start', 'stage 1', 'iteration 1 \\(final\\)'])
+      assert.match(table, new RegExp(`\\n  ${label} +\\d+\\.\\d% ± \\d+\\.\\d% \\(4 tasks\\)`))
+    assert.match(r.out, new RegExp(`artifacts: .*/runs/${runId}/`))
+  })
+
+  it('rejects an invalid file with every bad field path, before starting anything', async () => {
+    const c = microConfig('seed')
+    const file = join(dir, 'bad.json')
+    writeFileSync(file, JSON.stringify({ ...c, stage2: { ...c.stage2, groupSize: 0, lr: -1 }, env: 'chess' }))
+    const r = await seedflow(['run', file, '--run-id', `cli-bad-${process.pid}`], env)
+    assert.equal(r.code, 1)
+    for (const path of ['stage2.groupSize', 'stage2.lr', 'env'])
+      assert.match(r.err, new RegExp(path.replace('.', '\\.')))
+    assert.doesNotMatch(r.out, /starting workflow/)
+  })
+})

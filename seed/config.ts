@@ -176,7 +176,7 @@ export const RunConfigSchema = z
     evaluation: Evaluation,
     /** Root of every seed of the run (task sampling, rollouts, initialization). */
     seed: int(0),
-    /** ORT intra-op threads; 1 makes runs bit-reproducible. */
+    /** ORT intra-op threads of in-process runs (scripts, benches); a worker uses SEEDFLOW_ORT_THREADS. 1 makes runs bit-reproducible. */
     threads: positiveInt(),
   })
   .superRefine((c, ctx) => {
@@ -406,7 +406,7 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
       maxPositions: 640,
       vocabSize: 1024,
     },
-    prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 400, maxResponseTokens: 24 },
+    prompt: { compact: true, compactGrids: true, historyWindow: 0, maxPromptTokens: 400, maxResponseTokens: 24 },
     warmstart: {
       demoTasks: 1500,
       mistakeRate: 0.25,

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { NativeConnection, type NativeConnectionOptions, Worker } from '@temporalio/worker'
 import { createActivities } from '../activities/index.ts'
@@ -17,7 +18,10 @@ export interface LocalWorkerOptions {
    * is created, since the rollout and train queue names are fixed in the workflows' proxies.
    */
   taskQueue?: string
-  /** The tensor engine of every model phase; default: a worker-thread engine with one ORT thread (closed by `close`). */
+  /**
+   * The tensor engine of every model phase; default: a worker-thread engine (closed by `close`) with
+   * `SEEDFLOW_ORT_THREADS` ORT threads, else one per CPU core (1 makes the worker bit-reproducible).
+   */
   engine?: Engine
   counters?: PhaseCounters
   /** Episodes per rollout shard when planning a run (default 64). */
@@ -44,7 +48,7 @@ export interface LocalWorker {
 export async function createLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const connection = await NativeConnection.connect(options.connectionOptions)
   const ownEngine = options.engine === undefined
-  const engine = options.engine ?? lazyEngine(() => createWorkerEngine({ threads: 1 }))
+  const engine = options.engine ?? lazyEngine(() => createWorkerEngine({ threads: ortThreads() }))
   try {
     const activities = createActivities({
       store: options.store,
@@ -91,6 +95,16 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
     if (ownEngine) await engine.close()
     throw error
   }
+}
+
+/** ORT intra-op threads of a worker's own engine: SEEDFLOW_ORT_THREADS, else the number of CPU cores. */
+export function ortThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SEEDFLOW_ORT_THREADS
+  if (raw === undefined || raw === '') return availableParallelism()
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`SEEDFLOW_ORT_THREADS must be a positive integer, got ${JSON.stringify(raw)}`)
+  return n
 }
 
 /**

@@ -25,49 +25,58 @@ describe('policy model graphs', () => {
   after(() => engine.close())
   const weights = initWeights(SMALL, mulberry32(5), 0.3) // large init: peaked, position-sensitive distributions
 
-  it('decodes with the KV cache exactly as a full forward pass over the same tokens (ragged prompts)', async (t) => {
-    const model = new PolicyModel(engine, SMALL, weights)
-    const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
-    // record the decode graph's distribution at every step by sampling with temperature 1
-    const steps: Float64Array[][] = PROMPTS.map(() => [])
-    const handles = [await model.decodeModel('logprobs', true), await model.decodeModel('logprobs')] // prefill, steps
-    const run = engine.run.bind(engine)
-    engine.run = async (h, feeds, options) => {
-      const out = await run(h, feeds, options)
-      if (handles.includes(h)) {
-        const lp = out[IO.logprobs]?.data as Float32Array
-        for (let b = 0; b < PROMPTS.length; b++) {
-          steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize)))
+  for (const [what, config] of [
+    ['', SMALL],
+    [', learned positions', { ...SMALL, learnedPositions: true }],
+  ] as const) {
+    it(`decodes with the KV cache exactly as a full forward pass over the same tokens (ragged prompts${what})`, async (t) => {
+      const model = new PolicyModel(
+        engine,
+        config,
+        config === SMALL ? weights : initWeights(config, mulberry32(5), 0.3),
+      )
+      const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
+      // record the decode graph's distribution at every step by sampling with temperature 1
+      const steps: Float64Array[][] = PROMPTS.map(() => [])
+      const handles = [await model.decodeModel('logprobs', true), await model.decodeModel('logprobs')] // prefill, steps
+      const run = engine.run.bind(engine)
+      engine.run = async (h, feeds, options) => {
+        const out = await run(h, feeds, options)
+        if (handles.includes(h)) {
+          const lp = out[IO.logprobs]?.data as Float32Array
+          for (let b = 0; b < PROMPTS.length; b++) {
+            steps[b]?.push(Float64Array.from(lp.subarray(b * SMALL.vocabSize, (b + 1) * SMALL.vocabSize)))
+          }
         }
+        return out
       }
-      return out
-    }
-    const result = await generate(model, PROMPTS, {
-      maxNewTokens: 12,
-      temperature: 1,
-      eosIds: [],
-      rngs,
-      sampling: 'logprobs',
+      const result = await generate(model, PROMPTS, {
+        maxNewTokens: 12,
+        temperature: 1,
+        eosIds: [],
+        rngs,
+        sampling: 'logprobs',
+      })
+      engine.run = run
+      const full = await model.logits(PROMPTS.map((p, b) => [...p, ...(result.sequences[b]?.tokens ?? [])]))
+      let worst = 0
+      PROMPTS.forEach((prompt, b) => {
+        const seq = result.sequences[b]
+        assert.equal(seq?.tokens.length, 12)
+        for (let s = 0; s < 12; s++) {
+          const position = prompt.length - 1 + s
+          const reference = logSoftmax(
+            (full[b] as Float64Array).subarray(position * SMALL.vocabSize, (position + 1) * SMALL.vocabSize),
+          )
+          const cached = steps[b]?.[s] as Float64Array
+          for (let v = 0; v < SMALL.vocabSize; v++)
+            worst = Math.max(worst, Math.abs((reference[v] as number) - (cached[v] as number)))
+        }
+      })
+      t.diagnostic(`max |KV-cache − full forward| log-prob difference ${worst.toExponential(2)}`)
+      assert.ok(worst <= 1e-4, `max |KV-cache − full forward| log-prob difference ${worst}`)
     })
-    engine.run = run
-    const full = await model.logits(PROMPTS.map((p, b) => [...p, ...(result.sequences[b]?.tokens ?? [])]))
-    let worst = 0
-    PROMPTS.forEach((prompt, b) => {
-      const seq = result.sequences[b]
-      assert.equal(seq?.tokens.length, 12)
-      for (let s = 0; s < 12; s++) {
-        const position = prompt.length - 1 + s
-        const reference = logSoftmax(
-          (full[b] as Float64Array).subarray(position * SMALL.vocabSize, (position + 1) * SMALL.vocabSize),
-        )
-        const cached = steps[b]?.[s] as Float64Array
-        for (let v = 0; v < SMALL.vocabSize; v++)
-          worst = Math.max(worst, Math.abs((reference[v] as number) - (cached[v] as number)))
-      }
-    })
-    t.diagnostic(`max |KV-cache − full forward| log-prob difference ${worst.toExponential(2)}`)
-    assert.ok(worst <= 1e-4, `max |KV-cache − full forward| log-prob difference ${worst}`)
-  })
+  }
 
   it('gives the same token log-probs in the sampler, the score graph and the train graph (PPO ratio exactly 1)', async (t) => {
     const model = new PolicyModel(engine, SMALL, weights)

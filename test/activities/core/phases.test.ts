@@ -126,7 +126,8 @@ describe('rescore', () => {
   })
 
   it('truncation drops history, never the task line, the skill block or the response', async () => {
-    const t = rolled.trajectories.find((x) => x.steps.length >= 2)
+    const withHistory = await rollout(policy, { ...rolloutInput(5), prompt: { ...config.prompt, historyWindow: 1 } })
+    const t = withHistory.trajectories.find((x) => x.steps.length >= 2)
     assert.ok(t, 'a trajectory with history')
     const step = t.steps[1]!
     assert.match(step.promptText, /\[Observation 1:/)

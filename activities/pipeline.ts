@@ -22,7 +22,6 @@ import {
   rawHindsightBlocks,
   rescore,
   rollout,
-  type ScoredSample,
   type SkillRecord,
   sampleTasks,
   sft,
@@ -41,6 +40,7 @@ import type {
   SnapshotInput,
 } from './pipeline-types.ts'
 import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
+import { decodeRescore, encodeRescore } from './rescore-format.ts'
 
 export interface PipelineDeps {
   store: ArtifactStore
@@ -105,6 +105,12 @@ function fatal(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type)
 }
 
+/** Fatal errors whose failure type is what they mean to an operator, not their class name. */
+const FAILURE_TYPE = new Map([
+  ['SyntaxError', 'CorruptArtifact'],
+  ['RescoreFormatError', 'CorruptArtifact'],
+])
+
 /** Runs an activity body; deterministic failures become non-retryable ApplicationFailures named by type. */
 async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   const timer = inActivityContext() ? setInterval(heartbeat, 10_000) : undefined
@@ -113,8 +119,8 @@ async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (error instanceof ApplicationFailure) throw error
     const e = error as Error
-    if (FATAL.has(e?.name)) {
-      const type = e.name === 'SyntaxError' ? 'CorruptArtifact' : e.name
+    if (FATAL.has(e?.name) || FAILURE_TYPE.has(e?.name)) {
+      const type = FAILURE_TYPE.get(e.name) ?? e.name
       throw ApplicationFailure.create({ message: `${what}: ${e.message}`, type, nonRetryable: true, cause: e })
     }
     throw error
@@ -168,19 +174,6 @@ function checkpointOf(outputs: Record<string, ObjectInfo>, what: string): Checkp
   const model = outputs[MODEL_FILE]
   if (!model) throw fatal(`${what}: the manifest records no ${MODEL_FILE}`, 'PhaseContractError')
   return { prefix: folderOf(model.key), sha256: model.sha256 }
-}
-
-function serialSample(s: ScoredSample) {
-  return { ...s, old: Array.from(s.old), ref: Array.from(s.ref), teacher: s.teacher ? Array.from(s.teacher) : null }
-}
-
-function scoredSample(r: ReturnType<typeof serialSample>): ScoredSample {
-  return {
-    ...r,
-    old: Float64Array.from(r.old),
-    ref: Float64Array.from(r.ref),
-    teacher: r.teacher ? Float64Array.from(r.teacher) : null,
-  }
 }
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
@@ -597,10 +590,9 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               temperature: config.stage2.temperature,
               batchSize: 64,
             })
-            // JSON lines (gzip) for now, although the key ends in .bin
             const info = await store.put(
               keys.rescore(run.runId, iteration, 0, ctx.attempt),
-              encodeJsonlGz(scored.samples.map(serialSample)),
+              encodeRescore(scored.samples),
             )
             return {
               outputs: { rescore: info },
@@ -633,10 +625,8 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           { configSha256: run.configSha256, inputs },
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
+            const samples = decodeRescore(await store.get(scoredRef.key), scoredRef.key)
             const { policy, optimizer } = await policyOf(snap.acting)
-            const samples = (
-              decodeJsonlGz(await store.get(scoredRef.key), scoredRef.key) as ReturnType<typeof serialSample>[]
-            ).map(scoredSample)
             const updated = await update(policy, {
               samples,
               terms,

@@ -88,6 +88,22 @@ describe('pipeline activities on the filesystem store', () => {
     assert.equal(f.type, 'RunConfigConflict')
   })
 
+  it('update: a rescore artifact that is not one is CorruptArtifact naming its key', async () => {
+    const snapshot = await acts.snapshot({
+      run,
+      iteration: 2,
+      acting: base.checkpoint,
+      reference: base.checkpoint,
+      analyzer: null,
+    })
+    const key = keys.rescore('unit-run', 2, 0)
+    const info = await store.put(key, Buffer.from('SEEDRESC\x01\x00\x00\x00', 'latin1'))
+    const f = await failure(acts.update({ run, iteration: 2, snapshot, rollouts: [], rescore: info }))
+    assert.equal(f.type, 'CorruptArtifact')
+    assert.equal(f.nonRetryable, true)
+    assert.equal(f.message, `update: ${key}: truncated: 12 bytes, the preamble needs 16`)
+  })
+
   it('an imported model is refused as not wired yet', async () => {
     const c = microConfig('grpo')
     const imported = { ...c, model: { kind: 'imported', folder: '/models/qwen', maxPositions: 640 }, warmstart: null }

@@ -15,6 +15,7 @@ import {
   sft,
   update,
 } from '../../../activities/core/index.ts'
+import { decodeRescore, encodeRescore } from '../../../activities/rescore-format.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
@@ -159,7 +160,7 @@ describe('update', () => {
   const settings = { ...config.stage2, miniBatchSize: 4 }
   const terms = { kl: true, entropy: true, opd: true }
 
-  it('starts at ratio 1 (clip fraction 0, approx KL 0) and changes the weights', async () => {
+  it('starts at ratio 1 (clip fraction 0, approx KL 0) from the rescore artifact and changes the weights', async () => {
     const fresh = microPolicy(engine, checkpoint)
     const r = await rescore(fresh, null, {
       trajectories: rolled.trajectories,
@@ -169,7 +170,9 @@ describe('update', () => {
       batchSize: 8,
     })
     const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
-    const u = await update(fresh, { samples: r.samples, terms, settings })
+    // through the artifact the update reads in the pipeline: its old log-probs must be the ones rescore computed
+    const samples = decodeRescore(encodeRescore(r.samples), 'rescore.bin')
+    const u = await update(fresh, { samples, terms, settings })
     assert.ok(u.perMiniBatch.length >= 2)
     assert.equal(u.metrics.firstClipFraction, 0)
     assert.ok(Math.abs(u.metrics.firstApproxKl) < 1e-5, `first approx KL ${u.metrics.firstApproxKl}`)

@@ -29,6 +29,7 @@ import {
   update,
   warmstart,
 } from './core/index.ts'
+import { recordIteration } from './iteration-record.ts'
 import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
 import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
 import type {
@@ -466,10 +467,17 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               keys.rollouts(run.runId, iteration, shard, ctx.attempt),
               encodeJsonlGz(rolled.trajectories),
             )
-            const { truncation: _t, ...stats } = rolled.stats
+            const { truncation, ...stats } = rolled.stats
             return {
               outputs: { rollouts: info },
-              stats: { ...numericStats(stats), success: rolled.stats.successRate },
+              stats: {
+                ...numericStats(stats),
+                success: rolled.stats.successRate,
+                prompts: truncation.prompts,
+                promptsTruncated: truncation.truncated,
+                promptsBlockDropped: truncation.blockDropped,
+                promptsFailed: truncation.failed,
+              },
             }
           },
         )
@@ -506,6 +514,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               outputs: { skills: info },
               stats: {
                 skills: analyzed.skills.length,
+                parsed: ok,
                 parse_rate: ok / Math.max(1, analyzed.skills.length),
                 truncated: analyzed.stats.truncated,
                 newTokens: analyzed.stats.newTokens,
@@ -594,11 +603,16 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               keys.rescore(run.runId, iteration, 0, ctx.attempt),
               encodeRescore(scored.samples),
             )
+            const fits = scored.stats.teacherTruncation
             return {
               outputs: { rescore: info },
               stats: {
                 samples: scored.stats.samples,
                 teacherSamples: scored.stats.teacherSamples,
+                teacherPrompts: fits.prompts,
+                teacherPromptsTruncated: fits.truncated,
+                teacherBlocksDropped: fits.blockDropped,
+                teacherPromptsFailed: fits.failed,
                 maxSamplerGap: scored.stats.maxSamplerGap,
                 seconds: scored.stats.seconds,
               },
@@ -700,6 +714,10 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         )
         return summaryOf(result)
       })
+    },
+
+    async recordIteration(input) {
+      return guarded(`recordIteration ${input.iteration}`, () => recordIteration(phaseDeps, input))
     },
   }
 }

@@ -182,6 +182,31 @@ describe('update', () => {
     assert.equal(u.optimizerState.step, u.perMiniBatch.length)
   })
 
+  it('reports the OPD gate mean and positive-gap share over every distilled token', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    // lr 0 keeps the student at π_old in every mini-batch, so s = old and the gate is σ(β·(teacher − old))
+    const frozen = microPolicy(engine, checkpoint)
+    const u = await update(frozen, { samples: r.samples, terms, settings: { ...settings, lr: 0, miniBatchSize: 3 } })
+    const gaps = r.samples.flatMap((s) => (s.teacher ? Array.from(s.teacher, (t, k) => t - s.old[k]!) : []))
+    assert.ok(
+      u.perMiniBatch.some((m) => m.opdTokens !== u.perMiniBatch[0]!.opdTokens),
+      'uneven mini-batches',
+    )
+    assert.equal(u.metrics.opdTokens, gaps.length)
+    const gate = gaps.reduce((a, g) => a + 1 / (1 + Math.exp(-settings.opdBeta * g)), 0) / gaps.length
+    const positive = gaps.filter((g) => g > 0).length / gaps.length
+    const gapMean = gaps.reduce((a, g) => a + g, 0) / gaps.length
+    assert.ok(Math.abs(u.metrics.opdGateMean! - gate) < 1e-5, `gate mean ${u.metrics.opdGateMean} vs ${gate}`)
+    assert.ok(Math.abs(u.metrics.opdPositiveGapShare! - positive) < 1e-6, `${u.metrics.opdPositiveGapShare}`)
+    assert.ok(Math.abs(u.metrics.opdGapMean! - gapMean) < 1e-4, `gap mean ${u.metrics.opdGapMean} vs ${gapMean}`)
+  })
+
   it('masked trajectories contribute nothing to the OPD gradient; unmasked ones do', async () => {
     const r = await rescore(policy, null, {
       trajectories: rolled.trajectories,

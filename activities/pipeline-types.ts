@@ -1,6 +1,7 @@
 // The contract between the SEED workflows and the pipeline activities: keys and small summaries only, never
 // tensors or trajectories (a Temporal payload is capped at ~2 MB and stays in history). Types only.
 import type { AlgorithmName } from '../seed/algorithms.ts'
+import type { RecordIterationInput, RecordIterationSummary } from './iteration-record.ts'
 import type { ArtifactRef } from './record-run.ts'
 
 /** Identifies a run and the exact configuration its phases were computed from. */
@@ -106,4 +107,6 @@ export interface PipelineActivities {
   rescore(input: RescoreInput): Promise<PhaseSummary>
   update(input: UpdateInput): Promise<UpdateSummary>
   evaluate(input: EvaluateInput): Promise<PhaseSummary>
+  /** The end of an iteration: metrics.json from the phase manifests, then manifest.json (written last). */
+  recordIteration(input: RecordIterationInput): Promise<RecordIterationSummary>
 }

@@ -22,7 +22,6 @@ import {
   rawHindsightBlocks,
   rescore,
   rollout,
-  type ScoredSample,
   type SkillRecord,
   sampleTasks,
   sft,
@@ -30,6 +29,7 @@ import {
   update,
   warmstart,
 } from './core/index.ts'
+import { recordIteration } from './iteration-record.ts'
 import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
 import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
 import type {
@@ -41,6 +41,7 @@ import type {
   SnapshotInput,
 } from './pipeline-types.ts'
 import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
+import { decodeRescore, encodeRescore } from './rescore-format.ts'
 
 export interface PipelineDeps {
   store: ArtifactStore
@@ -120,6 +121,12 @@ function fatal(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type)
 }
 
+/** Fatal errors whose failure type is what they mean to an operator, not their class name. */
+const FAILURE_TYPE = new Map([
+  ['SyntaxError', 'CorruptArtifact'],
+  ['RescoreFormatError', 'CorruptArtifact'],
+])
+
 /** Runs an activity body; deterministic failures become non-retryable ApplicationFailures named by type. */
 async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   const timer = inActivityContext() ? setInterval(heartbeat, 10_000) : undefined
@@ -128,8 +135,8 @@ async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (error instanceof ApplicationFailure) throw error
     const e = error as Error
-    if (FATAL.has(e?.name)) {
-      const type = e.name === 'SyntaxError' ? 'CorruptArtifact' : e.name
+    if (FATAL.has(e?.name) || FAILURE_TYPE.has(e?.name)) {
+      const type = FAILURE_TYPE.get(e.name) ?? e.name
       throw ApplicationFailure.create({ message: `${what}: ${e.message}`, type, nonRetryable: true, cause: e })
     }
     throw error
@@ -183,19 +190,6 @@ function checkpointOf(outputs: Record<string, ObjectInfo>, what: string): Checkp
   const model = outputs[MODEL_FILE]
   if (!model) throw fatal(`${what}: the manifest records no ${MODEL_FILE}`, 'PhaseContractError')
   return { prefix: folderOf(model.key), sha256: model.sha256 }
-}
-
-function serialSample(s: ScoredSample) {
-  return { ...s, old: Array.from(s.old), ref: Array.from(s.ref), teacher: s.teacher ? Array.from(s.teacher) : null }
-}
-
-function scoredSample(r: ReturnType<typeof serialSample>): ScoredSample {
-  return {
-    ...r,
-    old: Float64Array.from(r.old),
-    ref: Float64Array.from(r.ref),
-    teacher: r.teacher ? Float64Array.from(r.teacher) : null,
-  }
 }
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
@@ -494,10 +488,17 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               keys.rollouts(run.runId, iteration, shard, ctx.attempt),
               encodeJsonlGz(rolled.trajectories),
             )
-            const { truncation: _t, ...stats } = rolled.stats
+            const { truncation, ...stats } = rolled.stats
             return {
               outputs: { rollouts: info },
-              stats: { ...numericStats(stats), success: rolled.stats.successRate },
+              stats: {
+                ...numericStats(stats),
+                success: rolled.stats.successRate,
+                prompts: truncation.prompts,
+                promptsTruncated: truncation.truncated,
+                promptsBlockDropped: truncation.blockDropped,
+                promptsFailed: truncation.failed,
+              },
             }
           },
         )
@@ -534,6 +535,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               outputs: { skills: info },
               stats: {
                 skills: analyzed.skills.length,
+                parsed: ok,
                 parse_rate: ok / Math.max(1, analyzed.skills.length),
                 truncated: analyzed.stats.truncated,
                 newTokens: analyzed.stats.newTokens,
@@ -618,16 +620,20 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               temperature: config.stage2.temperature,
               batchSize: 64,
             })
-            // JSON lines (gzip) for now, although the key ends in .bin
             const info = await store.put(
               keys.rescore(run.runId, iteration, 0, ctx.attempt),
-              encodeJsonlGz(scored.samples.map(serialSample)),
+              encodeRescore(scored.samples),
             )
+            const fits = scored.stats.teacherTruncation
             return {
               outputs: { rescore: info },
               stats: {
                 samples: scored.stats.samples,
                 teacherSamples: scored.stats.teacherSamples,
+                teacherPrompts: fits.prompts,
+                teacherPromptsTruncated: fits.truncated,
+                teacherBlocksDropped: fits.blockDropped,
+                teacherPromptsFailed: fits.failed,
                 maxSamplerGap: scored.stats.maxSamplerGap,
                 seconds: scored.stats.seconds,
               },
@@ -654,10 +660,8 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           { configSha256: run.configSha256, inputs },
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
+            const samples = decodeRescore(await store.get(scoredRef.key), scoredRef.key)
             const { policy, optimizer } = await policyOf(snap.acting)
-            const samples = (
-              decodeJsonlGz(await store.get(scoredRef.key), scoredRef.key) as ReturnType<typeof serialSample>[]
-            ).map(scoredSample)
             const updated = await update(policy, {
               samples,
               terms,
@@ -731,6 +735,10 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         )
         return summaryOf(result)
       })
+    },
+
+    async recordIteration(input) {
+      return guarded(`recordIteration ${input.iteration}`, () => recordIteration(phaseDeps, input))
     },
   }
 }

@@ -24,7 +24,17 @@ export const CHECKPOINT_FILES = ['model.safetensors', 'optimizer.safetensors', '
 export type CheckpointFile = (typeof CHECKPOINT_FILES)[number]
 
 /** Phases that write per-shard manifests and progress records. */
-export const PHASES = ['snapshot', 'rollout', 'analyze', 'rescore', 'update', 'evaluate', 'sft', 'warmstart'] as const
+export const PHASES = [
+  'snapshot',
+  'rollout',
+  'analyze',
+  'rescore',
+  'update',
+  'evaluate',
+  'metrics',
+  'sft',
+  'warmstart',
+] as const
 export type Phase = (typeof PHASES)[number]
 
 const pad4 = (n: number): string => {
@@ -94,9 +104,11 @@ export const keys = {
     key(iteration(runId, k), phase, attempted(`${pad4(shard)}.progress.json`, attempt)),
   checkpoint: (runId: string, k: number, file: CheckpointFile, attempt = 0) =>
     key(iteration(runId, k), attempted('checkpoint', attempt), file),
-  metrics: (runId: string, k: number) => key(iteration(runId, k), 'metrics.json'),
+  /** The iteration's metrics (the `metrics` phase; a recomputed attempt goes beside the first). */
+  metrics: (runId: string, k: number, attempt = 0) => key(iteration(runId, k), attempted('metrics.json', attempt)),
   /** Written last in an iteration: every artifact key + sha256 + bytes + parents + config hash. */
-  iterationManifest: (runId: string, k: number) => key(iteration(runId, k), 'manifest.json'),
+  iterationManifest: (runId: string, k: number, attempt = 0) =>
+    key(iteration(runId, k), attempted('manifest.json', attempt)),
 
   evaluation: (runId: string, k: number) => key(run(runId), 'eval', `${pad4(k)}.json`),
   /** Evaluations before Stage 2 (`base`: the warm-start or imported checkpoint; `stage1`: π_0). */

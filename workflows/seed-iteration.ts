@@ -1,9 +1,9 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
-import { ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow'
+import { ApplicationFailure, log, upsertSearchAttributes } from '@temporalio/workflow'
 import type { CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/pipeline-types.ts'
 import type { ArtifactRef } from '../activities/record-run.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import { rolloutQueue, trainQueue } from './activity-proxies.ts'
+import { control, rolloutQueue, trainQueue } from './activity-proxies.ts'
 import { SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 
 export interface IterationInput {
@@ -17,8 +17,11 @@ export interface IterationInput {
 
 export interface IterationResult {
   checkpoint: CheckpointRef
-  /** Phase statistics, namespaced `phase/name`. */
+  /** The iteration's metrics as metrics.json holds them, namespaced `phase/name` (those that apply). */
   stats: Record<string, number>
+  metrics: ArtifactRef
+  /** manifest.json: every artifact of the iteration, written last. */
+  manifest: ArtifactRef
 }
 
 /** Shows the running phase in the Web UI and in visibility queries (`SeedPhase = "rollout"`). */
@@ -40,10 +43,26 @@ function output(summary: PhaseSummary, name: string, what: string): ArtifactRef 
   return ref
 }
 
-/** Mean of one statistic over shards. */
-function mean(summaries: readonly PhaseSummary[], stat: string): number | undefined {
-  const values = summaries.map((s) => s.stats[stat]).filter((v): v is number => v !== undefined)
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : undefined
+/** The metrics an operator scans first, in one log line; `-` where one does not apply to the row. */
+const SUMMARY: ReadonlyArray<readonly [string, string, number]> = [
+  ['success', 'rollout/success_rate', 2],
+  ['parse', 'analyze/parse_rate', 2],
+  ['gate', 'update/opd_gate_mean', 3],
+  ['gap+', 'update/opd_positive_gap_share', 2],
+  ['truncated rollout', 'rollout/prompts_truncated', 0],
+  ['analyze', 'analyze/prompts_truncated', 0],
+  ['teacher', 'rescore/teacher_prompts_truncated', 0],
+  ['loss', 'update/loss', 4],
+  ['kl', 'update/kl', 4],
+  ['grad', 'update/grad_norm', 3],
+]
+
+function summaryLine(iteration: number, stats: Record<string, number>): string {
+  const parts = SUMMARY.map(([label, name, digits]) => {
+    const v = stats[name]
+    return `${label} ${v === undefined ? '-' : v.toFixed(digits)}`
+  })
+  return `iteration ${iteration}: ${parts.join(', ')}`
 }
 
 export async function seedIteration(it: IterationInput): Promise<IterationResult> {
@@ -81,17 +100,24 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
     rollouts: rolloutRefs,
     rescore: output(scored, 'rescore', 'rescore'),
   })
-  const stats: Record<string, number> = {}
-  for (const [name, summaries] of [
-    ['rollout', rollouts],
-    ['analyze', skills],
-    ['rescore', [scored]],
-    ['update', [next]],
-  ] as const) {
-    for (const stat of new Set(summaries.flatMap((s) => Object.keys(s.stats)))) {
-      const m = mean(summaries, stat)
-      if (m !== undefined) stats[`${name}/${stat}`] = m
-    }
+  phase('metrics', iteration)
+  const recorded = await control.recordIteration({
+    run,
+    iteration,
+    algorithm: it.plan.algorithm,
+    snapshot,
+    manifests: {
+      rollout: rollouts.map((s) => s.manifestKey),
+      analyze: skills.map((s) => s.manifestKey),
+      rescore: [scored.manifestKey],
+      update: [next.manifestKey],
+    },
+  })
+  log.info(summaryLine(iteration, recorded.stats), { iteration, ...recorded.stats })
+  return {
+    checkpoint: next.checkpoint,
+    stats: recorded.stats,
+    metrics: output(recorded, 'metrics', 'recordIteration'),
+    manifest: recorded.manifest,
   }
-  return { checkpoint: next.checkpoint, stats }
 }

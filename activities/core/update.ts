@@ -62,6 +62,8 @@ export interface MiniBatchMetrics {
   opdGapMean?: number
   /** Share of this mini-batch's samples with a teacher signal. */
   opdSampleShare: number
+  /** Distilled tokens: response tokens of this mini-batch's samples with a teacher signal (the OPD mask). */
+  opdTokens: number
 }
 
 export interface UpdateMetrics {
@@ -78,8 +80,16 @@ export interface UpdateMetrics {
   kl: number | null
   entropy: number | null
   opdLoss: number | null
+  /**
+   * Over every distilled token of the update (each mini-batch's masked mean weighted by its distilled tokens):
+   * the gate σ(β·(t − s)), the share with t − s > 0, and t − s, where s is the live student as its mini-batch
+   * saw it. Null when no token was distilled.
+   */
   opdGateMean: number | null
   opdPositiveGapShare: number | null
+  opdGapMean: number | null
+  /** Distilled tokens in the update: response tokens of samples with a teacher signal. */
+  opdTokens: number
   /** The first mini-batch's clip fraction and approx KL: 0 when rollout, rescore and train graphs agree. */
   firstClipFraction: number
   firstApproxKl: number
@@ -247,6 +257,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
       clipFraction: o[OUT.clipFraction]!,
       approxKl: o[OUT.approxKl]!,
       opdSampleShare: batch.filter((s) => s.teacher).length / batch.length,
+      opdTokens: batch.reduce((n, s) => n + (s.teacher ? s.responseIds.length : 0), 0),
     }
     if (terms.kl) m.kl = o[OUT.kl]!
     if (terms.entropy) m.entropy = o[OUT.entropy]!
@@ -262,9 +273,15 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     const values = perMiniBatch.map(pick).filter((v): v is number => v !== undefined)
     return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length
   }
-  // OPD diagnostics average over mini-batches that had any teacher signal (an empty mask reports 0).
+  // The OPD loss averages over mini-batches that had any teacher signal (an empty mask reports 0).
   const opdMean = (pick: (m: MiniBatchMetrics) => number | undefined) =>
     mean((m) => (m.opdSampleShare > 0 ? pick(m) : undefined))
+  // Gate diagnostics are token means: a mini-batch's masked mean counts as many times as it has distilled tokens.
+  const opdTokens = perMiniBatch.reduce((n, m) => n + m.opdTokens, 0)
+  const perOpdToken = (pick: (m: MiniBatchMetrics) => number | undefined): number | null => {
+    if (!terms.opd || opdTokens === 0) return null
+    return perMiniBatch.reduce((sum, m) => sum + (m.opdTokens > 0 ? pick(m)! * m.opdTokens : 0), 0) / opdTokens
+  }
   const first = perMiniBatch[0]!
   return {
     optimizerState: optimizer.state(),
@@ -283,8 +300,10 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
       kl: mean((m) => m.kl),
       entropy: mean((m) => m.entropy),
       opdLoss: opdMean((m) => m.opdLoss),
-      opdGateMean: opdMean((m) => m.opdGateMean),
-      opdPositiveGapShare: opdMean((m) => m.opdPositiveGapShare),
+      opdGateMean: perOpdToken((m) => m.opdGateMean),
+      opdPositiveGapShare: perOpdToken((m) => m.opdPositiveGapShare),
+      opdGapMean: perOpdToken((m) => m.opdGapMean),
+      opdTokens,
       firstClipFraction: first.clipFraction,
       firstApproxKl: first.approxKl,
       seconds: (performance.now() - started) / 1000,

@@ -6,13 +6,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ApplicationFailure } from '@temporalio/common'
+import type { IterationMetricsRecord } from '../../activities/iteration-record.ts'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import type { PipelineActivities, RunRef, StageSummary } from '../../activities/pipeline-types.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
-import { putJson } from '../../store/json.ts'
+import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
+import type { Manifest } from '../../store/manifest.ts'
 import { microConfig } from './core/micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
@@ -86,6 +88,70 @@ describe('pipeline activities on the filesystem store', () => {
   it('a run record of another config under the same run id is RunConfigConflict', async () => {
     const f = await failure(acts.prepare({ run: { ...run, configSha256: 'e'.repeat(64) } }))
     assert.equal(f.type, 'RunConfigConflict')
+  })
+
+  it('update: a rescore artifact that is not one is CorruptArtifact naming its key', async () => {
+    const snapshot = await acts.snapshot({
+      run,
+      iteration: 2,
+      acting: base.checkpoint,
+      reference: base.checkpoint,
+      analyzer: null,
+    })
+    const key = keys.rescore('unit-run', 2, 0)
+    const info = await store.put(key, Buffer.from('SEEDRESC\x01\x00\x00\x00', 'latin1'))
+    const f = await failure(acts.update({ run, iteration: 2, snapshot, rollouts: [], rescore: info }))
+    assert.equal(f.type, 'CorruptArtifact')
+    assert.equal(f.nonRetryable, true)
+    assert.equal(f.message, `update: ${key}: truncated: 12 bytes, the preamble needs 16`)
+  })
+
+  it('recordIteration: metrics.json with the OPD gate over the distilled tokens, then manifest.json (seed-library)', async () => {
+    const { run: lib } = await acts.planRun({ runId: 'library-run', config: microConfig('seed-library') })
+    const sft = (await acts.stage1({ run: lib, base: (await acts.prepare({ run: lib })).checkpoint })).checkpoint
+    const snapshot = await acts.snapshot({ run: lib, iteration: 0, acting: sft, reference: sft, analyzer: null })
+    const rolled = await acts.rollout({ run: lib, iteration: 0, shard: 0, snapshot })
+    const rollouts = [rolled.outputs.rollouts!]
+    const scored = await acts.rescore({ run: lib, iteration: 0, snapshot, rollouts, skills: [] })
+    const next = await acts.update({ run: lib, iteration: 0, snapshot, rollouts, rescore: scored.outputs.rescore! })
+    const input = {
+      run: lib,
+      iteration: 0,
+      algorithm: 'seed-library',
+      snapshot,
+      manifests: {
+        rollout: [rolled.manifestKey],
+        analyze: [],
+        rescore: [scored.manifestKey],
+        update: [next.manifestKey],
+      },
+    }
+    const recorded = await acts.recordIteration(input)
+    const record = (await getJson(store, keys.metrics('library-run', 0))) as IterationMetricsRecord
+    const m = record.metrics
+    assert.ok(m['update/opd_tokens']! > 0, 'every trajectory has a library teacher')
+    assert.equal(m['update/opd_gate_mean'], next.stats.opdGateMean)
+    assert.ok(m['update/opd_gate_mean']! > 0 && m['update/opd_gate_mean']! < 1)
+    assert.ok(m['update/opd_positive_gap_share']! >= 0 && m['update/opd_positive_gap_share']! <= 1)
+    assert.equal(m['rescore/teacher_samples'], m['rescore/samples'])
+    assert.equal(m['analyze/parse_rate'], null, 'the row does not analyze')
+    assert.equal(recorded.stats['update/opd_gate_mean'], m['update/opd_gate_mean'])
+    assert.equal(recorded.manifest.key, keys.iterationManifest('library-run', 0))
+
+    const manifest = (await getJson(store, recorded.manifest.key)) as Manifest
+    const metricsManifest = keys.phaseManifest('library-run', 0, 'metrics', 0)
+    assert.deepEqual(
+      manifest.artifacts[keys.metrics('library-run', 0)]?.parents.sort(),
+      [...[rolled.manifestKey, scored.manifestKey, next.manifestKey], keys.snapshot('library-run', 0)].sort(),
+    )
+    assert.deepEqual(manifest.artifacts[metricsManifest]?.parents, [keys.metrics('library-run', 0)])
+    assert.ok(
+      manifest.artifacts[keys.rescore('library-run', 0, 0)]?.parents.includes(keys.sftAnnotations('library-run')),
+    )
+
+    const again = await acts.recordIteration(input)
+    assert.equal(again.reused, true)
+    assert.deepEqual(again.manifest, recorded.manifest)
   })
 
   it('an imported model is refused as not wired yet', async () => {

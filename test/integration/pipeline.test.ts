@@ -5,11 +5,14 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
 import { DefaultLogger, Runtime } from '@temporalio/worker'
+import { ITERATION_METRICS } from '../../activities/iteration-metrics.ts'
+import type { IterationMetricsRecord } from '../../activities/iteration-record.ts'
 import { PhaseCounters } from '../../activities/phase.ts'
 import type { RunPlan } from '../../activities/pipeline-types.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
+import type { Manifest } from '../../store/manifest.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import { createLocalWorker, type LocalWorker } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
@@ -136,7 +139,96 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
     )
   })
 
+  it('writes metrics.json per iteration: rollout success, skill parse rate, OPD gate, truncation, losses, timings', async () => {
+    for (const k of [0, 1]) {
+      const record = (await getJson(store, keys.metrics(RUN_ID, k))) as IterationMetricsRecord
+      assert.deepEqual([record.runId, record.iteration, record.algorithm], [RUN_ID, k, 'seed'])
+      const m = record.metrics
+      assert.deepEqual(Object.keys(m).sort(), Object.keys(ITERATION_METRICS).sort())
+      for (const [name, v] of Object.entries(m)) assert.ok(v === null || Number.isFinite(v), `${name}: ${v}`)
+      const present = (name: keyof typeof m) => {
+        const v = m[name]
+        assert.ok(typeof v === 'number' && Number.isFinite(v), `iteration ${k}: ${name} is ${v}`)
+        return v
+      }
+      const rate = (name: keyof typeof m) => {
+        const v = present(name)
+        assert.ok(v >= 0 && v <= 1, `iteration ${k}: ${name} ${v} is not in [0, 1]`)
+      }
+      rate('rollout/success_rate')
+      rate('analyze/parse_rate')
+      assert.equal(present('rollout/episodes'), 4)
+      assert.equal(present('analyze/trajectories'), 4)
+      for (const name of [
+        'rollout/prompts_truncated',
+        'analyze/prompts_truncated',
+        'rescore/teacher_prompts_truncated',
+        'rescore/teacher_blocks_dropped',
+      ] as const) {
+        assert.ok(Number.isInteger(present(name)) && present(name) >= 0, `${name}`)
+      }
+      for (const name of [
+        'update/loss',
+        'update/pg_loss',
+        'update/kl',
+        'update/entropy',
+        'update/grad_norm',
+      ] as const) {
+        present(name)
+      }
+      for (const phase of ['rollout', 'analyze', 'rescore', 'update'] as const) {
+        assert.ok(present(`timing/${phase}_s`) > 0, `timing/${phase}_s`)
+      }
+      // through the binary rescore artifact the first mini-batch still sees ratio 1
+      assert.equal(present('update/first_clip_fraction'), 0)
+      if (present('update/opd_tokens') > 0) {
+        assert.ok(present('update/opd_gate_mean') > 0 && present('update/opd_gate_mean') < 1)
+        rate('update/opd_positive_gap_share')
+        present('update/opd_loss')
+      } else {
+        assert.equal(m['update/opd_gate_mean'], null)
+        assert.equal(m['update/opd_positive_gap_share'], null)
+      }
+      assert.equal(record.phases.rollout?.length, 2)
+      assert.equal(record.phases.analyze?.length, 2)
+    }
+  })
+
+  it('writes the iteration manifest last: every artifact of the iteration with its sha256 and bytes', async () => {
+    for (const k of [0, 1]) {
+      const manifest = (await getJson(store, keys.iterationManifest(RUN_ID, k))) as Manifest
+      assert.equal(manifest.runId, RUN_ID)
+      const listed = Object.keys(manifest.artifacts)
+      const expected = [
+        keys.snapshot(RUN_ID, k),
+        keys.rescore(RUN_ID, k, 0),
+        keys.checkpoint(RUN_ID, k, 'model.safetensors'),
+        keys.checkpoint(RUN_ID, k, 'optimizer.safetensors'),
+        keys.metrics(RUN_ID, k),
+        ...(['snapshot', 'rescore', 'update', 'metrics'] as const).map((p) => keys.phaseManifest(RUN_ID, k, p, 0)),
+        ...[0, 1].flatMap((shard) => [
+          keys.rollouts(RUN_ID, k, shard),
+          keys.skills(RUN_ID, k, shard),
+          keys.phaseManifest(RUN_ID, k, 'rollout', shard),
+          keys.phaseManifest(RUN_ID, k, 'analyze', shard),
+        ]),
+      ]
+      assert.deepEqual(
+        expected.filter((key) => !listed.includes(key)),
+        [],
+      )
+      for (const [key, entry] of Object.entries(manifest.artifacts)) {
+        const head = await store.head(key)
+        assert.deepEqual([head?.sha256, head?.bytes], [entry.sha256, entry.bytes], key)
+      }
+      const rescore = manifest.artifacts[keys.rescore(RUN_ID, k, 0)]
+      assert.ok(rescore?.parents.includes(keys.snapshot(RUN_ID, k)), `rescore parents: ${rescore?.parents}`)
+      assert.ok(rescore?.parents.includes(keys.skills(RUN_ID, k, 1)))
+    }
+  })
+
   it('a second run of the same run id computes nothing: every phase reuses its manifest', async () => {
+    const manifests = await Promise.all([0, 1].map((k) => store.head(keys.iterationManifest(RUN_ID, k))))
     const computed = [...counters.computed.values()].reduce((a, b) => a + b, 0)
     await client.workflow.getHandle(RUN_ID).describe() // the first run is closed
     const result = await client.workflow.execute(seedRun, {
@@ -152,6 +244,8 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
     assert.equal(counters.reused.get('update'), 2)
     assert.equal(counters.reused.get('rollout'), 4)
     assert.equal(counters.reused.get('warmstart'), 1)
+    assert.equal(counters.reused.get('metrics'), 2)
+    assert.deepEqual(await Promise.all([0, 1].map((k) => store.head(keys.iterationManifest(RUN_ID, k)))), manifests)
   })
 
   it('a bad config fails the run at once with InvalidRunConfig listing every problem', async () => {

@@ -63,6 +63,13 @@ const activities: PipelineActivities = {
     calls.push(`evaluate:${label}:${ck.prefix}`)
     return summary('evaluate', {}, { success: 0.5 })
   },
+  async recordIteration({ iteration, manifests: m }) {
+    calls.push(`record:${iteration}:${m.rollout.length}:${m.analyze.length}:${m.rescore.length}:${m.update.length}`)
+    return {
+      ...summary('metrics', { metrics: `m-${iteration}` }, { 'rollout/success_rate': 0.375 }),
+      manifest: ref(`manifest-${iteration}`),
+    }
+  },
 }
 
 /** Shards of one fan-out run concurrently: order each consecutive run of `phase:iteration:*` calls. */
@@ -128,6 +135,7 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       `analyze:${k}:1:r-${k}-1`,
       `rescore:${k}:2:2`,
       `update:${k}:sc-${k}`,
+      `record:${k}:2:2:1:1`,
       `evaluate:iteration ${k}:it${k}/`,
     ]
     assert.deepEqual(inShardOrder(calls), [
@@ -148,6 +156,10 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.equal(first.status.name, 'CONTINUED_AS_NEW')
     const child = await client.workflow.getHandle('seed-row/iter-1').describe()
     assert.equal(child.status.name, 'COMPLETED')
+    const recorded = await client.workflow.getHandle('seed-row/iter-1').result()
+    assert.deepEqual(recorded.stats, { 'rollout/success_rate': 0.375 })
+    assert.equal(recorded.metrics.key, 'm-1')
+    assert.equal(recorded.manifest.key, 'manifest-1')
   })
 
   it('runs grpo from the base checkpoint: no Stage 1, no analyze, no analyzer', async () => {
@@ -160,6 +172,8 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     await handle.result()
     if (process.env.SEEDFLOW_RECORD_HISTORIES === '1') {
       await writeFile(historyFixture('seed-run-grpo'), `${historyToJSON(await handle.fetchHistory())}\n`)
+      const child = client.workflow.getHandle('grpo-row/iter-0')
+      await writeFile(historyFixture('seed-iteration-grpo'), `${historyToJSON(await child.fetchHistory())}\n`)
     }
     assert.deepEqual(inShardOrder(calls), [
       'planRun',
@@ -170,6 +184,7 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       'rollout:0:1',
       'rescore:0:2:0',
       'update:0:sc-0',
+      'record:0:2:0:1:1',
       'evaluate:iteration 0:it0/',
     ])
   })

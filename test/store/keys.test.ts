@@ -25,6 +25,8 @@ describe('artifact keys', () => {
       'runs/r1/iterations/0003/update/0000.attempt-2.manifest.json',
     )
     assert.equal(keys.checkpoint('r1', 3, 'config.json', 1), 'runs/r1/iterations/0003/checkpoint.attempt-1/config.json')
+    assert.equal(keys.metrics('r1', 3, 1), 'runs/r1/iterations/0003/metrics.attempt-1.json')
+    assert.equal(keys.iterationManifest('r1', 3, 1), 'runs/r1/iterations/0003/manifest.attempt-1.json')
     assert.throws(() => keys.rollouts('r1', 3, 2, -1), /attempt must be a non-negative integer, got -1/)
   })
 

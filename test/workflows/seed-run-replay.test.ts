@@ -10,3 +10,9 @@ test('seedRun (grpo row, one iteration with a child) replays its committed histo
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'grpo-row')
 })
+
+test('seedIteration (grpo row, ending in recordIteration) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-iteration-grpo'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'grpo-row/iter-0')
+})

@@ -15,6 +15,7 @@ import {
   sft,
   update,
 } from '../../../activities/core/index.ts'
+import { decodeRescore, encodeRescore } from '../../../activities/rescore-format.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
@@ -160,7 +161,7 @@ describe('update', () => {
   const settings = { ...config.stage2, miniBatchSize: 4 }
   const terms = { kl: true, entropy: true, opd: true }
 
-  it('starts at ratio 1 (clip fraction 0, approx KL 0) and changes the weights', async () => {
+  it('starts at ratio 1 (clip fraction 0, approx KL 0) from the rescore artifact and changes the weights', async () => {
     const fresh = microPolicy(engine, checkpoint)
     const r = await rescore(fresh, null, {
       trajectories: rolled.trajectories,
@@ -170,7 +171,9 @@ describe('update', () => {
       batchSize: 8,
     })
     const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
-    const u = await update(fresh, { samples: r.samples, terms, settings })
+    // through the artifact the update reads in the pipeline: its old log-probs must be the ones rescore computed
+    const samples = decodeRescore(encodeRescore(r.samples), 'rescore.bin')
+    const u = await update(fresh, { samples, terms, settings })
     assert.ok(u.perMiniBatch.length >= 2)
     assert.equal(u.metrics.firstClipFraction, 0)
     assert.ok(Math.abs(u.metrics.firstApproxKl) < 1e-5, `first approx KL ${u.metrics.firstApproxKl}`)
@@ -178,6 +181,31 @@ describe('update', () => {
     assert.ok(u.metrics.opdGateMean! > 0 && u.metrics.opdGateMean! < 1)
     assert.notDeepEqual(fresh.model.weights.get('model.embed_tokens.weight'), before)
     assert.equal(u.optimizerState.step, u.perMiniBatch.length)
+  })
+
+  it('reports the OPD gate mean and positive-gap share over every distilled token', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    // lr 0 keeps the student at π_old in every mini-batch, so s = old and the gate is σ(β·(teacher − old))
+    const frozen = microPolicy(engine, checkpoint)
+    const u = await update(frozen, { samples: r.samples, terms, settings: { ...settings, lr: 0, miniBatchSize: 3 } })
+    const gaps = r.samples.flatMap((s) => (s.teacher ? Array.from(s.teacher, (t, k) => t - s.old[k]!) : []))
+    assert.ok(
+      u.perMiniBatch.some((m) => m.opdTokens !== u.perMiniBatch[0]!.opdTokens),
+      'uneven mini-batches',
+    )
+    assert.equal(u.metrics.opdTokens, gaps.length)
+    const gate = gaps.reduce((a, g) => a + 1 / (1 + Math.exp(-settings.opdBeta * g)), 0) / gaps.length
+    const positive = gaps.filter((g) => g > 0).length / gaps.length
+    const gapMean = gaps.reduce((a, g) => a + g, 0) / gaps.length
+    assert.ok(Math.abs(u.metrics.opdGateMean! - gate) < 1e-5, `gate mean ${u.metrics.opdGateMean} vs ${gate}`)
+    assert.ok(Math.abs(u.metrics.opdPositiveGapShare! - positive) < 1e-6, `${u.metrics.opdPositiveGapShare}`)
+    assert.ok(Math.abs(u.metrics.opdGapMean! - gapMean) < 1e-4, `gap mean ${u.metrics.opdGapMean} vs ${gapMean}`)
   })
 
   it('masked trajectories contribute nothing to the OPD gradient; unmasked ones do', async () => {

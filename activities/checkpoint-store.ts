@@ -6,7 +6,7 @@ import {
   encodeOptimizerState,
 } from '../policy/checkpoint.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
-import type { CheckpointFile } from '../store/keys.ts'
+import { CHECKPOINT_FILES, type CheckpointFile } from '../store/keys.ts'
 import type { CheckpointRef } from './pipeline-types.ts'
 
 export interface OptimizerState {
@@ -41,7 +41,7 @@ export async function loadCheckpoint(
   ref: CheckpointRef,
 ): Promise<{ checkpoint: Checkpoint; optimizer?: OptimizerState }> {
   const files: Partial<Record<CheckpointFile, Uint8Array>> = {}
-  for (const file of ['model.safetensors', 'config.json', 'tokenizer.json', 'optimizer.safetensors'] as const) {
+  for (const file of CHECKPOINT_FILES) {
     if (file === 'model.safetensors' || file === 'config.json' || (await store.head(`${ref.prefix}${file}`))) {
       files[file] = await store.get(`${ref.prefix}${file}`)
     }

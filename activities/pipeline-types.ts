@@ -99,6 +99,11 @@ export interface PipelineActivities {
   planRun(input: { runId: string; config: unknown }): Promise<{ run: RunRef; plan: RunPlan; record: ArtifactRef }>
   /** The base checkpoint: warm-start of the built-in model, or import of a Hugging Face folder. */
   prepare(input: { run: RunRef }): Promise<StageSummary>
+  /**
+   * The Stage 1 skill library without Stage 1 (rows that read it but start from the base checkpoint): roll out
+   * the base policy and annotate, exactly as Stage 1 does before its SFT, writing the same annotations.
+   */
+  annotate(input: { run: RunRef; base: CheckpointRef }): Promise<PhaseSummary>
   /** Stage 1: roll out the base policy, annotate, supervised fine-tuning → π_0. */
   stage1(input: { run: RunRef; base: CheckpointRef }): Promise<StageSummary>
   snapshot(input: SnapshotInput): Promise<ArtifactRef>

@@ -1,16 +1,22 @@
 // The pipeline activities (DESIGN.md section 3): each phase reads its inputs from the artifact store, runs the
 // training core on the worker's engine, writes its outputs and returns keys and small statistics. Every phase
 // goes through runPhase, so a retried or re-run phase with the same config and inputs is reused, not recomputed.
+import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { pipeline as streamPipeline } from 'node:stream/promises'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { AdamWState, Engine } from '../engine/index.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
+import { huggingFaceFolderFiles, importHuggingFaceFolder } from '../policy/hf-import.ts'
 import { ALGORITHMS, type AlgorithmRow, needsLibrary } from '../seed/algorithms.ts'
-import { parseRunConfig, type RunConfig } from '../seed/config.ts'
+import { type BuiltinModelConfig, type ImportedModelConfig, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getJson, putJson } from '../store/json.ts'
-import { type CheckpointFile, keys } from '../store/keys.ts'
+import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
 import {
   analyze,
@@ -179,7 +185,7 @@ function folderOf(modelKey: string): string {
 
 async function checkpointOutputs(store: ArtifactStore, ref: CheckpointRef): Promise<Record<string, ObjectInfo>> {
   const outputs: Record<string, ObjectInfo> = {}
-  for (const file of ['model.safetensors', 'config.json', 'tokenizer.json', 'optimizer.safetensors'] as const) {
+  for (const file of CHECKPOINT_FILES) {
     const info = await store.head(`${ref.prefix}${file}`)
     if (info) outputs[file] = info
   }
@@ -190,6 +196,57 @@ function checkpointOf(outputs: Record<string, ObjectInfo>, what: string): Checkp
   const model = outputs[MODEL_FILE]
   if (!model) throw fatal(`${what}: the manifest records no ${MODEL_FILE}`, 'PhaseContractError')
   return { prefix: folderOf(model.key), sha256: model.sha256 }
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256')
+  await streamPipeline(createReadStream(path), hash)
+  return hash.digest('hex')
+}
+
+/**
+ * The sha256 of every file an import of `folder` reads (by file name): the inputs of the import phase, so a
+ * changed folder is a different input. A missing or unreadable folder or file fails for good, naming the path.
+ */
+async function folderHashes(folder: string): Promise<Record<string, string>> {
+  const unreadable = (path: string, error: unknown) =>
+    fatal(`model.folder ${folder}: cannot read ${path} (${(error as Error).message})`, 'ModelImportError')
+  try {
+    if (!(await stat(folder)).isDirectory())
+      throw fatal(
+        `model.folder ${folder} is not a folder (it needs config.json, model.safetensors, tokenizer.json)`,
+        'ModelImportError',
+      )
+  } catch (error) {
+    if (error instanceof ApplicationFailure) throw error
+    throw unreadable(folder, error)
+  }
+  let files: string[]
+  try {
+    files = await huggingFaceFolderFiles(folder)
+  } catch (error) {
+    throw unreadable(join(folder, 'model.safetensors.index.json'), error)
+  }
+  const hashes: Record<string, string> = {}
+  for (const file of files) {
+    const path = join(folder, file)
+    try {
+      hashes[`folder/${file}`] = await sha256File(path)
+    } catch (error) {
+      throw unreadable(path, error)
+    }
+  }
+  return hashes
+}
+
+/** The root seed of Stage 1's rollouts and SFT (shared by `annotate`, so both write the same library). */
+function stage1Seed(config: RunConfig): number {
+  return mixSeed(config.seed, 0x57a1)
+}
+
+function oracleAnnotator(config: RunConfig): void {
+  const kind = config.stage1.annotator.kind
+  if (kind !== 'oracle') throw fatal(`stage1.annotator.kind ${kind} is not implemented; use oracle`, 'InvalidRunConfig')
 }
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
@@ -288,6 +345,102 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     return tasks.map((task, index) => ({ task, index })).filter((t) => t.index % shards === shard)
   }
 
+  /** The built-in model's base checkpoint: the warm-start (behaviour cloning from scratch). */
+  function warmstartBase(run: RunRef, config: RunConfig, model: BuiltinModelConfig) {
+    const settings = config.warmstart
+    if (!settings) throw fatal('warmstart: the built-in model needs warm-start settings', 'InvalidRunConfig')
+    return runPhase(phaseDeps, scope(run, 'warmstart', 0), { configSha256: run.configSha256, inputs: {} }, async () => {
+      const r = await warmstart(engine, {
+        env: config.env,
+        model,
+        prompt: config.prompt,
+        warmstart: settings,
+        evaluation: config.evaluation,
+        seed: config.seed,
+        onCheck: (check) =>
+          heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
+      })
+      const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
+      const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
+      const ref = await saveCheckpoint(store, prefix, r.checkpoint)
+      return { outputs: await checkpointOutputs(store, ref), stats }
+    })
+  }
+
+  /**
+   * An imported model's base checkpoint: the Hugging Face folder read on this worker and stored as the run's
+   * base (float32 weights, config, tokenizer and tokenizer_config.json with the chat template). The folder's
+   * file hashes are the phase's inputs. No warm-start: the model starts from its own weights.
+   */
+  async function importBase(run: RunRef, model: ImportedModelConfig) {
+    const folder = resolve(model.folder)
+    return runPhase(
+      phaseDeps,
+      scope(run, 'import', 0),
+      { configSha256: run.configSha256, inputs: await folderHashes(folder) },
+      async () => {
+        let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
+        try {
+          imported = await importHuggingFaceFolder(folder)
+        } catch (error) {
+          throw fatal(`model.folder ${folder}: ${(error as Error).message}`, 'ModelImportError')
+        }
+        const c = imported.checkpoint.config
+        if (model.maxPositions > c.maxPositions) {
+          throw fatal(
+            `model.maxPositions: ${model.maxPositions} exceeds the max_position_embeddings ${c.maxPositions} of ${join(folder, 'config.json')}`,
+            'InvalidRunConfig',
+          )
+        }
+        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
+        const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
+        const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
+        return {
+          outputs: await checkpointOutputs(store, ref),
+          stats: { parameters, vocabSize: c.vocabSize, maxPositions: c.maxPositions },
+        }
+      },
+    )
+  }
+
+  /**
+   * The annotation of Stage 1 (before its SFT) and of the `annotate` phase of library rows that skip Stage 1:
+   * the base policy rolls out Stage 1's train tasks and the environment's oracle annotates every trajectory.
+   * Writes the Stage 1 trajectories and the annotations (the skill library).
+   */
+  async function annotateBase(run: RunRef, config: RunConfig, policy: Policy) {
+    const s1 = config.stage1
+    const seed = stage1Seed(config)
+    const rolled = await rollout(policy, {
+      env: config.env,
+      tasks: sampleTasks(config.env, 'train', s1.tasks, mixSeed(seed, 1)),
+      groupSize: s1.samplesPerTask,
+      maxEnvSteps: s1.maxEnvSteps,
+      temperature: s1.temperature,
+      prompt: config.prompt,
+      seed: mixSeed(seed, 2),
+    })
+    heartbeat()
+    const annotated = annotateWithOracle(config.env, policy.codec, policy.model.config.maxPositions, {
+      trajectories: rolled.trajectories,
+      prompt: config.prompt,
+      maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
+      maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
+      batchSize: 64,
+    })
+    const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(rolled.trajectories))
+    const annotations = await store.put(
+      keys.sftAnnotations(run.runId),
+      Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
+    )
+    return {
+      trajectories: rolled.trajectories,
+      skills: annotated.skills,
+      outputs: { trajectories, annotations },
+      stats: { rolloutSuccess: rolled.stats.successRate, annotated: annotated.skills.filter((s) => s.ok).length },
+    }
+  }
+
   const scope = (run: RunRef, phase: PhaseScope['phase'], shard: number, iteration?: number): PhaseScope => ({
     runId: run.runId,
     phase,
@@ -329,94 +482,56 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     async prepare({ run }) {
       return guarded('prepare', async () => {
         const config = await configOf(run)
-        if (config.model.kind === 'imported' || !config.warmstart) {
-          throw fatal(
-            `model.kind 'imported' (${config.model.kind === 'imported' ? config.model.folder : ''}): importing a Hugging Face folder is not wired into the pipeline yet`,
-            'NotImplemented',
-          )
-        }
-        const model = config.model
-        const settings = config.warmstart
+        const result =
+          config.model.kind === 'imported'
+            ? await importBase(run, config.model)
+            : await warmstartBase(run, config, config.model)
+        return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'prepare') }
+      })
+    },
+
+    async annotate({ run, base }) {
+      return guarded('annotate', async () => {
+        const config = await configOf(run)
+        oracleAnnotator(config)
         const result = await runPhase(
           phaseDeps,
-          scope(run, 'warmstart', 0),
-          { configSha256: run.configSha256, inputs: {} },
+          scope(run, 'annotate', 0),
+          { configSha256: run.configSha256, inputs: { base: base.sha256 } },
           async () => {
-            const r = await warmstart(engine, {
-              env: config.env,
-              model,
-              prompt: config.prompt,
-              warmstart: settings,
-              evaluation: config.evaluation,
-              seed: config.seed,
-              onCheck: (check) =>
-                heartbeat({
-                  phase: 'warmstart',
-                  step: check.step,
-                  steps: settings.steps,
-                  successRate: check.successRate,
-                }),
-            })
-            const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
-            const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
-            const ref = await saveCheckpoint(store, prefix, r.checkpoint)
-            return { outputs: await checkpointOutputs(store, ref), stats }
+            const { policy } = await policyOf(base)
+            const { outputs, stats } = await annotateBase(run, config, policy)
+            return { outputs, stats }
           },
         )
-        return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'prepare') }
+        return summaryOf(result)
       })
     },
 
     async stage1({ run, base }) {
       return guarded('stage1', async () => {
         const config = await configOf(run)
-        const s1 = config.stage1
-        if (s1.annotator.kind !== 'oracle') {
-          throw fatal(`stage1.annotator.kind ${s1.annotator.kind} is not implemented; use oracle`, 'InvalidRunConfig')
-        }
+        oracleAnnotator(config)
         const result = await runPhase(
           phaseDeps,
           scope(run, 'sft', 0),
           { configSha256: run.configSha256, inputs: { base: base.sha256 } },
           async () => {
             const { policy } = await policyOf(base)
-            const seed = mixSeed(config.seed, 0x57a1)
-            const rolled = await rollout(policy, {
-              env: config.env,
-              tasks: sampleTasks(config.env, 'train', s1.tasks, mixSeed(seed, 1)),
-              groupSize: s1.samplesPerTask,
-              maxEnvSteps: s1.maxEnvSteps,
-              temperature: s1.temperature,
-              prompt: config.prompt,
-              seed: mixSeed(seed, 2),
-            })
-            heartbeat()
-            const annotated = annotateWithOracle(config.env, policy.codec, policy.model.config.maxPositions, {
-              trajectories: rolled.trajectories,
-              prompt: config.prompt,
-              maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
-              maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
-              batchSize: 64,
-            })
-            const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(rolled.trajectories))
-            const annotations = await store.put(
-              keys.sftAnnotations(run.runId),
-              Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
-            )
+            const annotation = await annotateBase(run, config, policy)
             const trained = await sft(policy, {
-              skills: annotated.skills,
-              trajectories: rolled.trajectories,
-              settings: s1,
-              seed: mixSeed(seed, 3),
+              skills: annotation.skills,
+              trajectories: annotation.trajectories,
+              settings: config.stage1,
+              seed: mixSeed(stage1Seed(config), 3),
             })
             const stats = {
               ...numericStats(trained as unknown as Record<string, unknown>, ['firstLoss', 'lastLoss']),
-              rolloutSuccess: rolled.stats.successRate,
-              annotated: annotated.skills.filter((s) => s.ok).length,
+              ...annotation.stats,
             }
             const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE))
             const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy))
-            return { outputs: { ...(await checkpointOutputs(store, ref)), trajectories, annotations }, stats }
+            return { outputs: { ...(await checkpointOutputs(store, ref)), ...annotation.outputs }, stats }
           },
         )
         return { ...summaryOf(result), checkpoint: checkpointOf(result.outputs, 'stage1') }

@@ -26,3 +26,27 @@ export class ChatTemplate {
     })
   }
 }
+
+/**
+ * The chat template of a tokenizer_config.json (`chat_template` as a string, or the `default` entry of a list of
+ * named templates) with its bos / eos token contents; undefined when it has none.
+ */
+export function chatTemplateOf(tokenizerConfig: Record<string, unknown> | undefined): ChatTemplate | undefined {
+  const source = tokenizerConfig?.chat_template
+  const text =
+    typeof source === 'string'
+      ? source
+      : Array.isArray(source)
+        ? (source as { name?: unknown; template?: unknown }[]).find((t) => t?.name === 'default')?.template
+        : undefined
+  if (typeof text !== 'string') return undefined
+  return new ChatTemplate(text, {
+    ...specialContent('bosToken', tokenizerConfig?.bos_token),
+    ...specialContent('eosToken', tokenizerConfig?.eos_token),
+  })
+}
+
+function specialContent<K extends string>(key: K, token: unknown): Partial<Record<K, string>> {
+  const content = typeof token === 'string' ? token : (token as { content?: unknown } | null)?.content
+  return typeof content === 'string' ? ({ [key]: content } as Record<K, string>) : {}
+}

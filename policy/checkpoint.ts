@@ -8,6 +8,8 @@ export interface Checkpoint {
   config: ModelConfig
   weights: Map<string, Float32Array>
   tokenizerJson?: object
+  /** tokenizer_config.json of an imported model (chat template, special tokens); the built-in model has none. */
+  tokenizerConfig?: Record<string, unknown>
   eosIds: number[]
   bosId?: number
 }
@@ -37,6 +39,7 @@ export function encodeCheckpoint(checkpoint: Checkpoint): CheckpointFiles {
     'config.json': json(hfConfig),
   }
   if (checkpoint.tokenizerJson) files['tokenizer.json'] = json(checkpoint.tokenizerJson)
+  if (checkpoint.tokenizerConfig) files['tokenizer_config.json'] = json(checkpoint.tokenizerConfig)
   return files
 }
 
@@ -58,6 +61,8 @@ export function decodeCheckpoint(files: CheckpointFiles, source = 'checkpoint'):
   if (typeof hf.bos_token_id === 'number') checkpoint.bosId = hf.bos_token_id
   const tokenizer = files['tokenizer.json']
   if (tokenizer) checkpoint.tokenizerJson = JSON.parse(Buffer.from(tokenizer).toString('utf8'))
+  const tokenizerConfig = files['tokenizer_config.json']
+  if (tokenizerConfig) checkpoint.tokenizerConfig = JSON.parse(Buffer.from(tokenizerConfig).toString('utf8'))
   return checkpoint
 }
 

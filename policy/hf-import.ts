@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ChatTemplate } from './chat-template.ts'
+import { type ChatTemplate, chatTemplateOf } from './chat-template.ts'
 import { type Checkpoint, CheckpointError, weightsFromTensors } from './checkpoint.ts'
 import { fromHuggingFaceConfig } from './config.ts'
 import { decodeSafetensors, type RawTensor } from './safetensors.ts'
@@ -22,12 +22,39 @@ async function readJson(path: string, required: boolean): Promise<Record<string,
   }
 }
 
-/** Every tensor of a single or sharded (model.safetensors.index.json) safetensors checkpoint. */
-async function readTensors(dir: string): Promise<Map<string, RawTensor>> {
-  const index = await readJson(join(dir, 'model.safetensors.index.json'), false)
-  const shards = index
+const INDEX_FILE = 'model.safetensors.index.json'
+/** Files read when present; config.json, tokenizer.json and the weights are required. */
+const OPTIONAL_FILES = ['tokenizer_config.json', 'generation_config.json'] as const
+
+/** The weight files: the shards an index names (sorted), else the single model.safetensors. */
+async function weightFiles(dir: string): Promise<string[]> {
+  const index = await readJson(join(dir, INDEX_FILE), false)
+  return index
     ? [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))].sort()
     : ['model.safetensors']
+}
+
+/**
+ * The files of a folder that `importHuggingFaceFolder` reads, by name relative to the folder: what identifies
+ * an import (a pipeline hashes them to tell a changed folder from the same one). Optional files are listed only
+ * when present; required ones always (reading a missing one fails the import with its path).
+ */
+export async function huggingFaceFolderFiles(dir: string): Promise<string[]> {
+  const present = async (name: string) => {
+    try {
+      return (await stat(join(dir, name))).isFile()
+    } catch {
+      return false
+    }
+  }
+  const files = ['config.json', 'tokenizer.json']
+  for (const name of [INDEX_FILE, ...OPTIONAL_FILES]) if (await present(name)) files.push(name)
+  return [...files, ...(await weightFiles(dir))]
+}
+
+/** Every tensor of a single or sharded (model.safetensors.index.json) safetensors checkpoint. */
+async function readTensors(dir: string): Promise<Map<string, RawTensor>> {
+  const shards = await weightFiles(dir)
   const tensors = new Map<string, RawTensor>()
   for (const shard of shards) {
     const path = join(dir, shard)
@@ -47,29 +74,22 @@ export async function importHuggingFaceFolder(dir: string): Promise<ImportedMode
   const config = fromHuggingFaceConfig(hf, join(dir, 'config.json'))
   const weights = weightsFromTensors(config, await readTensors(dir), dir)
   const tokenizerJson = (await readJson(join(dir, 'tokenizer.json'), true)) as object
-  const tokenizerConfig = (await readJson(join(dir, 'tokenizer_config.json'), false)) ?? {}
+  const tokenizerConfigFile = await readJson(join(dir, 'tokenizer_config.json'), false)
+  const tokenizerConfig = tokenizerConfigFile ?? {}
   const generation = (await readJson(join(dir, 'generation_config.json'), false)) ?? {}
   const eosIds = idList(generation.eos_token_id ?? hf.eos_token_id)
   const tokenizer = new TextTokenizer(tokenizerJson, tokenizerConfig, eosIds)
   const checkpoint: Checkpoint = { config, weights, tokenizerJson, eosIds: [...tokenizer.eosIds] }
+  if (tokenizerConfigFile) checkpoint.tokenizerConfig = tokenizerConfigFile
   const bos = generation.bos_token_id ?? hf.bos_token_id
   if (typeof bos === 'number') checkpoint.bosId = bos
   const imported: ImportedModel = { checkpoint, tokenizer }
-  if (typeof tokenizerConfig.chat_template === 'string') {
-    imported.chatTemplate = new ChatTemplate(tokenizerConfig.chat_template, {
-      ...specialContent('bosToken', tokenizerConfig.bos_token),
-      ...specialContent('eosToken', tokenizerConfig.eos_token),
-    })
-  }
+  const chatTemplate = chatTemplateOf(tokenizerConfig)
+  if (chatTemplate) imported.chatTemplate = chatTemplate
   return imported
 }
 
 function idList(value: unknown): number[] {
   if (typeof value === 'number') return [value]
   return Array.isArray(value) ? value.filter((v): v is number => typeof v === 'number') : []
-}
-
-function specialContent<K extends string>(key: K, token: unknown): Partial<Record<K, string>> {
-  const content = typeof token === 'string' ? token : (token as { content?: unknown } | null)?.content
-  return typeof content === 'string' ? ({ [key]: content } as Record<K, string>) : {}
 }

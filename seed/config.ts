@@ -231,6 +231,7 @@ export type WarmstartConfig = z.infer<typeof Warmstart>
 export type Stage1Config = RunConfig['stage1']
 export type EvaluationConfig = RunConfig['evaluation']
 export type BuiltinModelConfig = z.infer<typeof BuiltinModel>
+export type ImportedModelConfig = z.infer<typeof ImportedModel>
 
 export type ParsedRunConfig = { ok: true; config: RunConfig } | { ok: false; problems: string[] }
 

@@ -19,8 +19,17 @@ export function assertValidRunId(runId: string): void {
   }
 }
 
-/** Files of a checkpoint folder (safetensors + Hugging Face config + tokenizer; optimizer state on iterations). */
-export const CHECKPOINT_FILES = ['model.safetensors', 'optimizer.safetensors', 'config.json', 'tokenizer.json'] as const
+/**
+ * Files of a checkpoint folder: safetensors + Hugging Face config + tokenizer (with tokenizer_config.json, which
+ * carries the chat template, for imported models); optimizer state on iterations.
+ */
+export const CHECKPOINT_FILES = [
+  'model.safetensors',
+  'optimizer.safetensors',
+  'config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+] as const
 export type CheckpointFile = (typeof CHECKPOINT_FILES)[number]
 
 /** Phases that write per-shard manifests and progress records. */
@@ -34,6 +43,8 @@ export const PHASES = [
   'metrics',
   'sft',
   'warmstart',
+  'import',
+  'annotate',
 ] as const
 export type Phase = (typeof PHASES)[number]
 

@@ -1,6 +1,6 @@
-// Deterministic: runs in the workflow sandbox. A whole run: plan → prepare → Stage 1 (rows that start from it)
-// → one child seedIteration per outer iteration → evaluations; continues as new every few iterations, carrying
-// the whole run state.
+// Deterministic: runs in the workflow sandbox. A whole run: plan → prepare → Stage 1 (rows that start from it;
+// rows that only read its skill library get the library alone, `annotate`) → one child seedIteration per outer
+// iteration → evaluations; continues as new every few iterations, carrying the whole run state.
 import {
   ApplicationFailure,
   continueAsNew,
@@ -11,7 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow'
 import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
-import { ALGORITHMS, needsStage1 } from '../seed/algorithms.ts'
+import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { control, rolloutQueue, trainQueue } from './activity-proxies.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
 import { seedIteration } from './seed-iteration.ts'
@@ -29,7 +29,7 @@ export interface Evaluation {
 /** What the `status` query answers: where the run is and its evaluations so far. */
 export interface RunStatus {
   runId: string
-  /** prepare, stage1, iteration, evaluate or done. */
+  /** prepare, annotate, stage1, iteration, evaluate or done. */
   phase: string
   /** The iteration running (or next), and how many the run has. */
   iteration: number
@@ -110,7 +110,11 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
   return { runId: state.run.runId, checkpoint: state.acting, evaluations: state.evaluations }
 }
 
-/** Plan the run, make the base checkpoint, run Stage 1 where the row starts from it, evaluate both. */
+/**
+ * Plan the run, make the base checkpoint, annotate where the row reads the library without Stage 1 (the base
+ * evaluation of `skill-prompt` and `skill-grpo` already puts library skills in the prompt), run Stage 1 where
+ * the row starts from it, evaluate both.
+ */
 async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> {
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
   const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
@@ -129,6 +133,11 @@ async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> 
     reference: base.checkpoint,
     fixedAnalyzer: null,
     evaluations: status.evaluations,
+  }
+  if (needsLibrary(row) && !needsStage1(row)) {
+    upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
+    status.phase = 'annotate'
+    await rolloutQueue.annotate({ run, base: base.checkpoint })
   }
   await evaluate(state, 'base', -1, status)
   if (needsStage1(row)) {

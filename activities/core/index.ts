@@ -18,7 +18,15 @@ export {
   rawHindsightBlocks,
   runIteration,
 } from './iteration.ts'
-export { CorePhaseError, loadPolicy, type Policy, type PromptCodec, promptCodec, toCheckpoint } from './policy.ts'
+export {
+  CorePhaseError,
+  chatTemplateCodec,
+  loadPolicy,
+  type Policy,
+  type PromptCodec,
+  promptCodec,
+  toCheckpoint,
+} from './policy.ts'
 export { compactGrid, fitPrompt, keepHistory, PromptBudgetError, stepPrompt } from './prompts.ts'
 export { type RescoreInput, type RescoreResult, type RescoreStats, rescore, type ScoredSample } from './rescore.ts'
 export {

@@ -1,6 +1,7 @@
 // A checkpoint loaded for acting, scoring and training: the model on an engine plus the text ↔ token codec
 // every phase shares, so that rollout, rescore, update and SFT tokenize a prompt the same way.
 import type { Engine } from '../../engine/index.ts'
+import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
@@ -60,12 +61,59 @@ export function promptCodec(tokenizer: TextTokenizer, kind: 'builtin' | 'chatml'
   }
 }
 
-/** Loads a checkpoint (weights copied, so training the policy never changes the checkpoint's arrays). */
+/**
+ * The codec of a model with a chat template (an imported instruct model): a prompt is the template's rendering
+ * of one user turn plus the generation prompt, tokenized as a whole (counted exactly, since tokens may merge
+ * across the template's text); a demonstration response ends with the template's end-of-turn token.
+ */
+export function chatTemplateCodec(tokenizer: TextTokenizer, template: ChatTemplate): PromptCodec {
+  const promptIds = (text: string) =>
+    tokenizer.encode(template.render([{ role: 'user', content: text }], { addGenerationPrompt: true }))
+  const endOfTurn = endOfTurnId(tokenizer, template)
+  const eos = tokenizer.eosIds[0] as number
+  return {
+    promptIds,
+    responseIds: (text) => [...tokenizer.encode(text), endOfTurn ?? eos],
+    decode: (ids) => tokenizer.decode(ids, { skipSpecial: true }),
+    countPromptTokens: (text) => promptIds(text).length,
+    eosIds:
+      endOfTurn === undefined || tokenizer.eosIds.includes(endOfTurn)
+        ? tokenizer.eosIds
+        : [...tokenizer.eosIds, endOfTurn],
+  }
+}
+
+/**
+ * The special token a template writes right after an assistant message (`<|im_end|>`, `<|eot_id|>`), found by
+ * rendering a marked assistant turn; undefined when what follows is not a special token.
+ */
+function endOfTurnId(tokenizer: TextTokenizer, template: ChatTemplate): number | undefined {
+  const marker = '\u0001seedflow-response\u0001'
+  const rendered = template.render(
+    [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: marker },
+    ],
+    { addGenerationPrompt: false },
+  )
+  const at = rendered.lastIndexOf(marker)
+  if (at < 0) return undefined
+  const first = tokenizer.encode(rendered.slice(at + marker.length).trimStart())[0]
+  return first !== undefined && tokenizer.decode([first], { skipSpecial: true }) === '' ? first : undefined
+}
+
+/**
+ * Loads a checkpoint (weights copied, so training the policy never changes the checkpoint's arrays). A
+ * checkpoint with a chat template (tokenizer_config.json of an imported model) gets the template's codec;
+ * otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>` by default).
+ */
 export function loadPolicy(engine: Engine, checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): Policy {
   if (!checkpoint.tokenizerJson) throw new CorePhaseError('the checkpoint has no tokenizer.json')
-  const tokenizer = new TextTokenizer(checkpoint.tokenizerJson, {}, checkpoint.eosIds)
+  const tokenizer = new TextTokenizer(checkpoint.tokenizerJson, checkpoint.tokenizerConfig ?? {}, checkpoint.eosIds)
+  const template = chatTemplateOf(checkpoint.tokenizerConfig)
+  const codec = template ? chatTemplateCodec(tokenizer, template) : promptCodec(tokenizer, kind)
   const weights = new Map([...checkpoint.weights].map(([k, v]) => [k, v.slice()]))
-  return { model: new PolicyModel(engine, checkpoint.config, weights), codec: promptCodec(tokenizer, kind), checkpoint }
+  return { model: new PolicyModel(engine, checkpoint.config, weights), codec, checkpoint }
 }
 
 /** The policy's current weights as a checkpoint (copies). */

@@ -1,11 +1,13 @@
 // The pipeline activities called directly on the filesystem store: the failures that no retry can fix come
 // back as non-retryable ApplicationFailures named by type. (The end-to-end run is test/integration/pipeline.)
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ApplicationFailure } from '@temporalio/common'
+import { loadCheckpoint } from '../../activities/checkpoint-store.ts'
+import { loadPolicy } from '../../activities/core/index.ts'
 import type { IterationMetricsRecord } from '../../activities/iteration-record.ts'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
@@ -15,7 +17,7 @@ import { FsArtifactStore } from '../../store/fs-store.ts'
 import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { Manifest } from '../../store/manifest.ts'
-import { microConfig } from './core/micro.ts'
+import { importedFixtureFolder, microConfig, microImportedConfig } from './core/micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
 
@@ -154,12 +156,76 @@ describe('pipeline activities on the filesystem store', () => {
     assert.deepEqual(again.manifest, recorded.manifest)
   })
 
-  it('an imported model is refused as not wired yet', async () => {
-    const c = microConfig('grpo')
-    const imported = { ...c, model: { kind: 'imported', folder: '/models/qwen', maxPositions: 640 }, warmstart: null }
-    const { run: r } = await acts.planRun({ runId: 'imported-run', config: imported })
+  it('prepare: a missing model folder fails for good, naming the path', async () => {
+    const folder = join(root, 'no-such-model')
+    const { run: r } = await acts.planRun({ runId: 'missing-folder', config: microImportedConfig('grpo', folder) })
     const f = await failure(acts.prepare({ run: r }))
-    assert.equal(f.type, 'NotImplemented')
-    assert.match(f.message, /not wired/)
+    assert.equal(f.type, 'ModelImportError')
+    assert.equal(f.nonRetryable, true)
+    assert.ok(f.message.includes(folder), f.message)
+  })
+
+  it('prepare: an imported folder becomes the base checkpoint (chat template kept), reused until a file changes', async () => {
+    const folder = await importedFixtureFolder()
+    try {
+      const { run: r } = await acts.planRun({ runId: 'imported-run', config: microImportedConfig('grpo', folder) })
+      const first = await acts.prepare({ run: r })
+      assert.equal(first.reused, false)
+      assert.equal(first.manifestKey, keys.stagePhaseManifest('imported-run', 'import', 0))
+      assert.equal(first.checkpoint.prefix, 'runs/imported-run/base/checkpoint/')
+      assert.equal(first.stats.maxPositions, 1024)
+      const stored = await loadCheckpoint(store, first.checkpoint)
+      assert.equal(stored.checkpoint.config.vocabSize, 320)
+      assert.match(String(stored.checkpoint.tokenizerConfig?.chat_template), /<\|im_start\|>/)
+      const policy = loadPolicy(engine, stored.checkpoint)
+      assert.deepEqual(policy.codec.promptIds('hi').slice(0, 1), [1]) // <|im_start|>, as the template renders
+      assert.equal(policy.codec.responseIds('<action>up</action>').at(-1), 2) // <|im_end|> ends the turn
+
+      assert.equal((await acts.prepare({ run: r })).reused, true)
+      await writeFile(join(folder, 'generation_config.json'), JSON.stringify({ eos_token_id: 2, bos_token_id: 1 }))
+      const changed = await acts.prepare({ run: r })
+      assert.equal(changed.reused, false)
+      assert.equal(changed.manifestKey, keys.stagePhaseManifest('imported-run', 'import', 0, 1))
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  })
+
+  it("prepare: a run context longer than the folder's max_position_embeddings is InvalidRunConfig", async () => {
+    const folder = await importedFixtureFolder(512)
+    try {
+      const config = microImportedConfig('grpo', folder, 1024)
+      const { run: r } = await acts.planRun({ runId: 'imported-long', config })
+      const f = await failure(acts.prepare({ run: r }))
+      assert.equal(f.type, 'InvalidRunConfig')
+      assert.match(f.message, /model\.maxPositions: 1024 exceeds the max_position_embeddings 512/)
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  })
+
+  it('annotate writes the library that Stage 1 writes before its SFT, for a row that skips Stage 1', async () => {
+    const { run: library } = await acts.planRun({ runId: 'annotate-run', config: microConfig('skill-grpo') })
+    const { run: seed } = await acts.planRun({ runId: 'stage1-run', config: microConfig('seed') })
+    const libraryBase = await acts.prepare({ run: library })
+    const seedBase = await acts.prepare({ run: seed })
+    assert.equal(libraryBase.checkpoint.sha256, seedBase.checkpoint.sha256, 'the same warm-start')
+    const annotated = await acts.annotate({ run: library, base: libraryBase.checkpoint })
+    assert.equal(annotated.manifestKey, keys.stagePhaseManifest('annotate-run', 'annotate', 0))
+    assert.deepEqual(Object.keys(annotated.outputs).sort(), ['annotations', 'trajectories'])
+    const stage1 = await acts.stage1({ run: seed, base: seedBase.checkpoint })
+    const read = async (runId: string) => (await store.get(keys.sftAnnotations(runId))).toString('utf8')
+    assert.equal(await read('annotate-run'), await read('stage1-run'))
+    assert.equal(annotated.stats.annotated, stage1.stats.annotated)
+    assert.equal(annotated.stats.rolloutSuccess, stage1.stats.rolloutSuccess)
+    assert.equal((await acts.annotate({ run: library, base: libraryBase.checkpoint })).reused, true)
+    // the library now exists: the base evaluation of a library row reads it
+    const evaluation = await acts.evaluate({
+      run: library,
+      iteration: -1,
+      label: 'base',
+      checkpoint: libraryBase.checkpoint,
+    })
+    assert.ok(evaluation.stats.success !== undefined)
   })
 })

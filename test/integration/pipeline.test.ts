@@ -3,98 +3,64 @@
 // to learn, only to pass every phase through the store. A second run of the same run id reuses every manifest.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
-import { DefaultLogger, Runtime } from '@temporalio/worker'
+import { type Client, WorkflowFailedError } from '@temporalio/client'
+import type { RolloutTrajectory } from '../../activities/core/index.ts'
 import { ITERATION_METRICS } from '../../activities/iteration-metrics.ts'
 import type { IterationMetricsRecord } from '../../activities/iteration-record.ts'
-import { PhaseCounters } from '../../activities/phase.ts'
+import { decodeJsonlGz } from '../../activities/jsonl.ts'
+import type { PhaseCounters, PhaseManifest } from '../../activities/phase.ts'
 import type { RunPlan } from '../../activities/pipeline-types.ts'
-import { createLocalEngine, type Engine } from '../../engine/index.ts'
+import { ALGORITHMS } from '../../seed/algorithms.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { Manifest } from '../../store/manifest.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
-import { createLocalWorker, type LocalWorker } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
 import { microConfig } from '../activities/core/micro.ts'
-import { testS3Store, testServers } from './servers.ts'
+import {
+  allKeys,
+  evaluationLabels,
+  finishedPhases,
+  iterationPhases,
+  type PipelineHarness,
+  startPipeline,
+} from './pipeline-harness.ts'
 
 const RUN_ID = `pipeline-${process.pid}`
 
-function config() {
-  const c = microConfig('seed')
+function config(algorithm: Parameters<typeof microConfig>[0] = 'seed', iterations = 2) {
+  const c = microConfig(algorithm)
   return {
     ...c,
-    stage2: { ...c.stage2, iterations: 2 },
+    stage2: { ...c.stage2, iterations },
     evaluation: { ...c.evaluation, tasks: 2, every: 1 },
   }
 }
 
-async function allKeys(store: S3ArtifactStore, prefix: string): Promise<string[]> {
-  const out: string[] = []
-  let cursor: string | undefined
-  do {
-    const page = await store.list(prefix, cursor ? { cursor } : {})
-    out.push(...page.objects.map((o) => o.key))
-    cursor = page.nextCursor
-  } while (cursor)
-  return out
-}
-
 describe('seedRun end to end with the pipeline activities (real dev server, S3 store)', () => {
+  let harness: PipelineHarness
   let store: S3ArtifactStore
-  let engine: Engine
   let counters: PhaseCounters
-  let local: LocalWorker
-  let running: Promise<void>[]
-  let connection: Connection
   let client: Client
 
   before(async () => {
-    Runtime.install({ logger: new DefaultLogger('WARN') })
-    const { temporalAddress } = testServers()
-    store = testS3Store(`pipeline-${process.pid}`)
-    engine = createLocalEngine({ threads: 1 })
-    counters = new PhaseCounters()
-    local = await createLocalWorker({
-      connectionOptions: { address: temporalAddress },
-      namespace: 'default',
-      store,
-      engine,
-      counters,
-      episodesPerShard: 2,
-    })
-    running = local.workers.map((w) => w.run())
-    connection = await Connection.connect({ address: temporalAddress })
-    client = new Client({ connection })
+    harness = await startPipeline(`pipeline-${process.pid}`)
+    ;({ store, counters, client } = harness)
   })
 
   after(async () => {
-    for (const w of local?.workers ?? []) w.shutdown()
-    await Promise.all(running ?? [])
-    await local?.close()
-    await engine?.close()
-    await connection?.close()
-    store?.destroy()
+    await harness?.close()
   })
 
   it('runs prepare → Stage 1 → 2 iterations of 2 shards → evaluations, every phase manifest in the store', async () => {
-    const result = await client.workflow.execute(seedRun, {
-      taskQueue: TASK_QUEUES.control,
-      workflowId: RUN_ID,
-      args: [{ runId: RUN_ID, config: config() }],
-      workflowExecutionTimeout: '10 minutes',
-    })
-    assert.deepEqual(
-      result.evaluations.map((e) => [e.label, e.iteration]),
-      [
-        ['base', -1],
-        ['stage 1', -1],
-        ['iteration 0', 0],
-        ['iteration 1', 1],
-      ],
-    )
+    const result = await harness.run(RUN_ID, config())
+    assert.deepEqual(evaluationLabels(result), [
+      ['base', -1],
+      ['stage 1', -1],
+      ['iteration 0', 0],
+      ['iteration 1', 1],
+    ])
     for (const e of result.evaluations) {
       assert.ok(e.success >= 0 && e.success <= 1, `${e.label}: success ${e.success}`)
       assert.ok(await store.head(e.manifestKey), `${e.manifestKey} exists`)
@@ -119,6 +85,7 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
       }
       expected.push(keys.phaseManifest(RUN_ID, k, 'rescore', 0))
       expected.push(keys.phaseManifest(RUN_ID, k, 'update', 0))
+      expected.push(keys.phaseManifest(RUN_ID, k, 'metrics', 0))
       expected.push(keys.phaseManifest(RUN_ID, k, 'evaluate', 0))
     }
     const present = new Set(await allKeys(store, keys.runPrefix(RUN_ID)))
@@ -265,5 +232,57 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
     assert.equal(cause?.type, 'InvalidRunConfig')
     assert.match(cause?.message ?? '', /threads: /)
     assert.match(cause?.message ?? '', /stage2\.groupSize: /)
+  })
+
+  it('skill-prompt: annotate (the library) and the base evaluation with library skills; no Stage 1, no RL', async () => {
+    const runId = `${RUN_ID}-skill-prompt`
+    const before = counters.computed.get('annotate') ?? 0
+    const result = await harness.run(runId, config('skill-prompt'))
+    assert.deepEqual(evaluationLabels(result), [['base', -1]])
+    assert.deepEqual(await finishedPhases(store, runId), ['annotate/0000', 'evaluate/0000', 'warmstart/0000'])
+    assert.equal(counters.computed.get('annotate'), before + 1)
+    const annotations = await store.head(keys.sftAnnotations(runId))
+    assert.ok(annotations)
+    const evaluation = (await getJson(store, keys.stagePhaseManifest(runId, 'evaluate', 0))) as PhaseManifest
+    assert.equal(evaluation.inputs.library, annotations.sha256, 'the base evaluation read the library')
+  })
+
+  it('skill-grpo: annotate, the base evaluation and one grpo iteration whose rollouts carry library skills', async () => {
+    const runId = `${RUN_ID}-skill-grpo`
+    const result = await harness.run(runId, config('skill-grpo', 1))
+    assert.deepEqual(evaluationLabels(result), [
+      ['base', -1],
+      ['iteration 0', 0],
+    ])
+    assert.deepEqual(
+      await finishedPhases(store, runId),
+      [...iterationPhases(0, ALGORITHMS['skill-grpo'], 2), 'annotate/0000', 'evaluate/0000', 'warmstart/0000'].sort(),
+    )
+    const annotations = (await store.head(keys.sftAnnotations(runId)))?.sha256
+    for (const shard of [0, 1]) {
+      const manifest = (await getJson(store, keys.phaseManifest(runId, 0, 'rollout', shard))) as PhaseManifest
+      assert.equal(manifest.inputs.library, annotations)
+      const rollouts = manifest.outputs.rollouts
+      assert.ok(rollouts)
+      const trajectories = decodeJsonlGz(await store.get(rollouts.key), rollouts.key) as RolloutTrajectory[]
+      assert.ok(trajectories.length > 0)
+      for (const t of trajectories) for (const step of t.steps) assert.ok(step.skill, 'every acting prompt has a skill')
+    }
+    const update = (await getJson(store, keys.phaseManifest(runId, 0, 'update', 0))) as PhaseManifest
+    assert.ok(Number.isFinite(update.stats.loss), `update loss ${update.stats.loss}`)
+    const record = (await getJson(store, keys.metrics(runId, 0))) as IterationMetricsRecord
+    assert.equal(record.algorithm, 'skill-grpo')
+    assert.equal(record.metrics['rollout/episodes'], 4)
+    assert.equal(record.metrics['analyze/parse_rate'], null, 'the row does not analyze')
+    // the library the annotate phase wrote is a parent of the rollouts that read it
+    const manifest = (await getJson(store, keys.iterationManifest(runId, 0))) as Manifest
+    for (const shard of [0, 1]) {
+      const parents = manifest.artifacts[keys.rollouts(runId, 0, shard)]?.parents ?? []
+      assert.ok(parents.includes(keys.sftAnnotations(runId)), `rollouts ${shard} parents: ${parents}`)
+    }
+    assert.equal(
+      result.checkpoint.prefix,
+      keys.checkpoint(runId, 0, 'model.safetensors').replace(/model\.safetensors$/, ''),
+    )
   })
 })

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { writeFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
+import { Context } from '@temporalio/activity'
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
@@ -12,10 +13,13 @@ import type { AlgorithmName } from '../../seed/algorithms.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
+import { type RunStatus, statusQuery } from '../../workflows/seed-run.ts'
 import { historyFixture } from '../workflows/history-fixtures.ts'
 import { testServers } from './servers.ts'
 
 const calls: string[] = []
+/** Called by the stand-in annotate while it runs, with the workflow id of its run. */
+let duringAnnotate: ((workflowId: string) => Promise<void>) | undefined
 const ref = (key: string) => ({ key, sha256: 'f'.repeat(64), bytes: 1 })
 const checkpoint = (name: string): CheckpointRef => ({ prefix: `${name}/`, sha256: name.padEnd(64, '0') })
 const summary = (key: string, outputs: Record<string, string>, stats: Record<string, number> = {}): PhaseSummary => ({
@@ -34,6 +38,12 @@ const activities: PipelineActivities = {
   async prepare() {
     calls.push('prepare')
     return { ...summary('prepare', {}), checkpoint: checkpoint('base') }
+  },
+  async annotate({ base }) {
+    calls.push(`annotate:${base.prefix}`)
+    const run = Context.current().info.workflowExecution
+    if (run) await duringAnnotate?.(run.workflowId)
+    return summary('annotate', { annotations: 'sft/annotations.jsonl' })
   },
   async stage1() {
     calls.push('stage1')
@@ -162,31 +172,38 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.equal(recorded.manifest.key, 'manifest-1')
   })
 
-  it('runs grpo from the base checkpoint: no Stage 1, no analyze, no analyzer', async () => {
+  /** One iteration of a row that starts from the base checkpoint; its history is recorded on request. */
+  async function baseRowCalls(row: 'grpo' | 'skill-grpo'): Promise<string[]> {
     calls.length = 0
+    const workflowId = `${row}-row`
     const handle = await client.workflow.start(seedRun, {
       taskQueue: TASK_QUEUES.control,
-      workflowId: 'grpo-row',
-      args: [{ runId: 'grpo-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+      workflowId,
+      args: [{ runId: workflowId, config: plan(row, { iterations: 1, iterationsPerRun: 10 }) }],
     })
     await handle.result()
     if (process.env.SEEDFLOW_RECORD_HISTORIES === '1') {
-      await writeFile(historyFixture('seed-run-grpo'), `${historyToJSON(await handle.fetchHistory())}\n`)
-      const child = client.workflow.getHandle('grpo-row/iter-0')
-      await writeFile(historyFixture('seed-iteration-grpo'), `${historyToJSON(await child.fetchHistory())}\n`)
+      await writeFile(historyFixture(`seed-run-${row}`), `${historyToJSON(await handle.fetchHistory())}\n`)
+      if (row === 'grpo') {
+        const child = client.workflow.getHandle(`${workflowId}/iter-0`)
+        await writeFile(historyFixture('seed-iteration-grpo'), `${historyToJSON(await child.fetchHistory())}\n`)
+      }
     }
-    assert.deepEqual(inShardOrder(calls), [
-      'planRun',
-      'prepare',
-      'evaluate:base:base/',
-      'snapshot:0:base/:-',
-      'rollout:0:0',
-      'rollout:0:1',
-      'rescore:0:2:0',
-      'update:0:sc-0',
-      'record:0:2:0:1:1',
-      'evaluate:iteration 0:it0/',
-    ])
+    return inShardOrder(calls)
+  }
+
+  const GRPO_ITERATION = [
+    'snapshot:0:base/:-',
+    'rollout:0:0',
+    'rollout:0:1',
+    'rescore:0:2:0',
+    'update:0:sc-0',
+    'record:0:2:0:1:1',
+    'evaluate:iteration 0:it0/',
+  ]
+
+  it('runs grpo from the base checkpoint: no Stage 1, no analyze, no analyzer', async () => {
+    assert.deepEqual(await baseRowCalls('grpo'), ['planRun', 'prepare', 'evaluate:base:base/', ...GRPO_ITERATION])
   })
 
   it('has seed-static analyze with the Stage 1 weights while π_k acts', async () => {
@@ -199,14 +216,46 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.ok(calls.includes('snapshot:1:it0/:sft/'), calls.join(', '))
   })
 
-  it('only evaluates for skill-prompt (no RL)', async () => {
+  it('only annotates (the library) and evaluates for skill-prompt (no Stage 1, no RL)', async () => {
     calls.length = 0
     await client.workflow.execute(seedRun, {
       taskQueue: TASK_QUEUES.control,
       workflowId: 'prompt-row',
       args: [{ runId: 'prompt-row', config: plan('skill-prompt') }],
     })
-    assert.deepEqual(calls, ['planRun', 'prepare', 'evaluate:base:base/'])
+    assert.deepEqual(calls, ['planRun', 'prepare', 'annotate:base/', 'evaluate:base:base/'])
+  })
+
+  it('answers the status query with phase annotate while the library is annotated', async () => {
+    calls.length = 0
+    const seen: RunStatus[] = []
+    duringAnnotate = async (workflowId) => {
+      seen.push(await client.workflow.getHandle(workflowId).query(statusQuery))
+    }
+    try {
+      await client.workflow.execute(seedRun, {
+        taskQueue: TASK_QUEUES.control,
+        workflowId: 'annotate-status',
+        args: [{ runId: 'annotate-status', config: plan('skill-prompt') }],
+      })
+    } finally {
+      duringAnnotate = undefined
+    }
+    assert.deepEqual(
+      seen.map((s) => [s.phase, s.algorithm, s.evaluations.length]),
+      [['annotate', 'skill-prompt', 0]],
+    )
+    assert.equal((await client.workflow.getHandle('annotate-status').query(statusQuery)).phase, 'done')
+  })
+
+  it('annotates before the base evaluation for skill-grpo, then runs grpo iterations from the base', async () => {
+    assert.deepEqual(await baseRowCalls('skill-grpo'), [
+      'planRun',
+      'prepare',
+      'annotate:base/',
+      'evaluate:base:base/',
+      ...GRPO_ITERATION,
+    ])
   })
 
   it('fails at once, without retrying, when the run id differs from the workflow id', async () => {

@@ -16,3 +16,9 @@ test('seedIteration (grpo row, ending in recordIteration) replays its committed 
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'grpo-row/iter-0')
 })
+
+test('seedRun (skill-grpo row: annotate before the base evaluation, one iteration) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-skill-grpo'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'skill-grpo-row')
+})

@@ -21,6 +21,7 @@ import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
 import {
   analyze,
   annotateWithOracle,
+  checkpointCodec,
   evaluate,
   loadPolicy,
   type Policy,
@@ -382,6 +383,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
         try {
           imported = await importHuggingFaceFolder(folder)
+          checkpointCodec(imported.checkpoint) // every phase needs prompts: no chat template and no ChatML tokens fails here
         } catch (error) {
           throw fatal(`model.folder ${folder}: ${(error as Error).message}`, 'ModelImportError')
         }

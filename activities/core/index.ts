@@ -21,6 +21,7 @@ export {
 export {
   CorePhaseError,
   chatTemplateCodec,
+  checkpointCodec,
   loadPolicy,
   type Policy,
   type PromptCodec,

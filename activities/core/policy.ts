@@ -108,12 +108,17 @@ function endOfTurnId(tokenizer: TextTokenizer, template: ChatTemplate): number |
  * otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>` by default).
  */
 export function loadPolicy(engine: Engine, checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): Policy {
+  const codec = checkpointCodec(checkpoint, kind)
+  const weights = new Map([...checkpoint.weights].map(([k, v]) => [k, v.slice()]))
+  return { model: new PolicyModel(engine, checkpoint.config, weights), codec, checkpoint }
+}
+
+/** The codec `loadPolicy` gives a checkpoint (its chat template's, else `kind`'s); throws when it has none. */
+export function checkpointCodec(checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): PromptCodec {
   if (!checkpoint.tokenizerJson) throw new CorePhaseError('the checkpoint has no tokenizer.json')
   const tokenizer = new TextTokenizer(checkpoint.tokenizerJson, checkpoint.tokenizerConfig ?? {}, checkpoint.eosIds)
   const template = chatTemplateOf(checkpoint.tokenizerConfig)
-  const codec = template ? chatTemplateCodec(tokenizer, template) : promptCodec(tokenizer, kind)
-  const weights = new Map([...checkpoint.weights].map(([k, v]) => [k, v.slice()]))
-  return { model: new PolicyModel(engine, checkpoint.config, weights), codec, checkpoint }
+  return template ? chatTemplateCodec(tokenizer, template) : promptCodec(tokenizer, kind)
 }
 
 /** The policy's current weights as a checkpoint (copies). */

@@ -13,6 +13,7 @@ import { PhaseCounters } from '../../activities/phase.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import type { PipelineActivities, RunRef, StageSummary } from '../../activities/pipeline-types.ts'
 import { createLocalEngine } from '../../engine/index.ts'
+import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
@@ -186,6 +187,21 @@ describe('pipeline activities on the filesystem store', () => {
       const changed = await acts.prepare({ run: r })
       assert.equal(changed.reused, false)
       assert.equal(changed.manifestKey, keys.stagePhaseManifest('imported-run', 'import', 0, 1))
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  })
+
+  it('prepare: a folder whose prompts cannot be rendered (no chat template, no ChatML tokens) fails at import', async () => {
+    const folder = await importedFixtureFolder()
+    try {
+      const tokenizer = trainByteLevelBpe(['hello world'], { vocabSize: 300, specialTokens: ['<|endoftext|>'] })
+      await writeFile(join(folder, 'tokenizer.json'), JSON.stringify(tokenizer))
+      await writeFile(join(folder, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|endoftext|>' }))
+      const { run: r } = await acts.planRun({ runId: 'no-template', config: microImportedConfig('grpo', folder) })
+      const f = await failure(acts.prepare({ run: r }))
+      assert.equal(f.type, 'ModelImportError')
+      assert.ok(f.message.includes(folder) && f.message.includes('<|im_start|>'), f.message)
     } finally {
       await rm(folder, { recursive: true, force: true })
     }

@@ -406,6 +406,7 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
       headDim: 32,
       maxPositions: 640,
       vocabSize: 1024,
+      learnedPositions: true,
     },
     prompt: { compact: true, compactGrids: true, historyWindow: 0, maxPromptTokens: 400, maxResponseTokens: 24 },
     warmstart: {

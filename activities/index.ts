@@ -12,6 +12,7 @@ export function createActivities(deps: {
   engine: Engine
   counters?: PhaseCounters
   episodesPerShard?: number
+  heartbeatTimeoutSeconds?: number
 }) {
   return { ...createRecordRunActivities(deps), ...createPipelineActivities(deps) }
 }

@@ -45,14 +45,40 @@ export interface PhaseContext {
   saveProgress(value: unknown): Promise<void>
 }
 
-/** How often the wrapper computed and reused, per phase: what tests and metrics read. */
+/**
+ * What the wrapper did with one phase shard: `computing` when it starts the phase body (no reusable manifest),
+ * then `computed` once its manifest is written; `reused` when a finished manifest was returned instead (also after
+ * `computing`, when another worker wrote the same attempt's manifest first).
+ */
+export interface PhaseEvent {
+  event: 'computing' | 'computed' | 'reused'
+  scope: PhaseScope
+  attempt: number
+}
+
+/**
+ * How often the wrapper computed and reused, per phase: what tests and metrics read. An optional listener
+ * sees every event after the counts are updated (a worker's counters file, for instance).
+ */
 export class PhaseCounters {
   readonly computed = new Map<Phase, number>()
   readonly reused = new Map<Phase, number>()
 
+  readonly #listener: ((event: PhaseEvent, counters: PhaseCounters) => void) | undefined
+
+  constructor(listener?: (event: PhaseEvent, counters: PhaseCounters) => void) {
+    this.#listener = listener
+  }
+
   count(phase: Phase, reused: boolean): void {
     const table = reused ? this.reused : this.computed
     table.set(phase, (table.get(phase) ?? 0) + 1)
+  }
+
+  /** Counts a finished shard (`computed` or `reused`) and tells the listener; `computing` only tells it. */
+  record(event: PhaseEvent): void {
+    if (event.event !== 'computing') this.count(event.scope.phase, event.event === 'reused')
+    this.#listener?.(event, this)
   }
 }
 
@@ -103,12 +129,13 @@ export async function runPhase<S>(
     if (await store.head(key)) {
       const manifest = (await getJson(store, key)) as PhaseManifest<S>
       if (await reusable(store, manifest, spec.configSha256, spec.inputs)) {
-        deps.counters?.count(scope.phase, true)
+        deps.counters?.record({ event: 'reused', scope, attempt })
         return { manifestKey: key, attempt, reused: true, outputs: manifest.outputs, stats: manifest.stats }
       }
       continue // made from another config or other inputs, or its outputs changed: keep it, try the next attempt
     }
     const progress = progressKey(scope, attempt)
+    deps.counters?.record({ event: 'computing', scope, attempt })
     const { outputs, stats } = await compute({
       attempt,
       loadProgress: async <T>() => ((await store.head(progress)) ? ((await getJson(store, progress)) as T) : undefined),
@@ -132,12 +159,12 @@ export async function runPhase<S>(
       // another worker finished this attempt first: its result stands if it matches, else go on
       const theirs = (await getJson(store, key)) as PhaseManifest<S>
       if (await reusable(store, theirs, spec.configSha256, spec.inputs)) {
-        deps.counters?.count(scope.phase, true)
+        deps.counters?.record({ event: 'reused', scope, attempt })
         return { manifestKey: key, attempt, reused: true, outputs: theirs.outputs, stats: theirs.stats }
       }
       continue
     }
-    deps.counters?.count(scope.phase, false)
+    deps.counters?.record({ event: 'computed', scope, attempt })
     return { manifestKey: key, attempt, reused: false, outputs, stats }
   }
   throw new Error(`${scope.phase} shard ${scope.shard} of run ${scope.runId}: ${MAX_ATTEMPTS} attempts, none reusable`)

@@ -37,6 +37,12 @@ export interface RunPlan {
   evalEvery: number
   /** Continue-as-new after this many iterations (history stays small). */
   iterationsPerRun: number
+  /**
+   * Heartbeat timeout of the model-bound activities (rollout and train queues): how long Temporal waits for a
+   * silent worker before it retries the activity elsewhere. Absent: 5 minutes. A worker option of the worker
+   * that plans the run (`seedflow worker --heartbeat-timeout`), fixed for the run once planned.
+   */
+  heartbeatTimeoutSeconds?: number
 }
 
 export interface SnapshotInput {

@@ -58,6 +58,8 @@ export interface PipelineDeps {
   episodesPerShard?: number
   /** Continue-as-new after this many iterations; default 5. */
   iterationsPerRun?: number
+  /** Heartbeat timeout the planned run gives its model-bound activities (RunPlan); default: the workflows' 5 minutes. */
+  heartbeatTimeoutSeconds?: number
 }
 
 /** What snapshot.json holds: the weights one iteration acts, scores and analyzes with. */
@@ -134,9 +136,15 @@ const FAILURE_TYPE = new Map([
   ['RescoreFormatError', 'CorruptArtifact'],
 ])
 
+/** Every 10 s, or four times per heartbeat timeout when that is shorter (a short timeout must still be met). */
+function heartbeatInterval(): number {
+  const timeout = Context.current().info.heartbeatTimeoutMs
+  return timeout ? Math.max(100, Math.min(10_000, Math.floor(timeout / 4))) : 10_000
+}
+
 /** Runs an activity body; deterministic failures become non-retryable ApplicationFailures named by type. */
 async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
-  const timer = inActivityContext() ? setInterval(heartbeat, 10_000) : undefined
+  const timer = inActivityContext() ? setInterval(heartbeat, heartbeatInterval()) : undefined
   try {
     return await body()
   } catch (error) {
@@ -469,6 +477,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           shards: Math.max(1, Math.min(c.stage2.tasksPerStep, Math.ceil(episodes / (deps.episodesPerShard ?? 64)))),
           evalEvery: c.evaluation.every > 0 ? c.evaluation.every : Math.max(1, c.stage2.iterations),
           iterationsPerRun: deps.iterationsPerRun ?? 5,
+          ...(deps.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: deps.heartbeatTimeoutSeconds } : {}),
         }
         // the plan is part of the run: a second planRun (continue-as-new never replans) keeps the first one
         const planKey = keys.runPlan(runId)

@@ -1,4 +1,4 @@
-import { Command } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { runCommand, workerCommand } from './run-command.ts'
@@ -17,9 +17,42 @@ program
   .option('--run-id <id>', 'run id (= workflow id); default: run-<date>-<time>')
   .action(runCommand)
 
+function positiveInt(value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`)
+  return n
+}
+
 program
   .command('worker')
   .description('run the all-in-one worker (workflows and every activity) until interrupted')
+  .addOption(
+    new Option(
+      '--counters-file <path>',
+      'append one JSON line per phase shard this worker computes, reuses or starts computing, with running totals',
+    ).env('SEEDFLOW_COUNTERS_FILE'),
+  )
+  .addOption(
+    new Option(
+      '--heartbeat-timeout <seconds>',
+      'heartbeat timeout of the model-bound activities of runs this worker plans (default 300): how soon the activity of a dead worker is retried',
+    )
+      .argParser(positiveInt)
+      .env('SEEDFLOW_HEARTBEAT_TIMEOUT'),
+  )
+  .addOption(
+    new Option('--episodes-per-shard <n>', 'episodes per rollout shard of runs this worker plans (default 64)')
+      .argParser(positiveInt)
+      .env('SEEDFLOW_EPISODES_PER_SHARD'),
+  )
+  .addOption(
+    new Option(
+      '--model-activities <n>',
+      'activities run at once on each of the rollout and train queues (default: no cap)',
+    )
+      .argParser(positiveInt)
+      .env('SEEDFLOW_MODEL_ACTIVITIES'),
+  )
   .action(workerCommand)
 
 program

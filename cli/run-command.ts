@@ -8,6 +8,7 @@ import { storeFromEnv } from '../store/from-env.ts'
 import { FsArtifactStore } from '../store/fs-store.ts'
 import { assertValidRunId } from '../store/keys.ts'
 import { type TemporalTarget, temporalTarget } from '../workers/connection.ts'
+import { countersWritingTo } from '../workers/counters-file.ts'
 import { createLocalWorker } from '../workers/local.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
 import { type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
@@ -130,7 +131,14 @@ function printSummary(
   if (ui) say(`Web UI: ${ui}/workflows/${encodeURIComponent(runId)}`)
 }
 
-export async function workerCommand(): Promise<void> {
+export interface WorkerCommandOptions {
+  countersFile?: string
+  heartbeatTimeout?: number
+  episodesPerShard?: number
+  modelActivities?: number
+}
+
+export async function workerCommand(options: WorkerCommandOptions = {}): Promise<void> {
   const { target } = await resolveTemporal()
   const store = storeFromEnv(localPaths().artifacts)
   quietRuntime()
@@ -138,10 +146,15 @@ export async function workerCommand(): Promise<void> {
     connectionOptions: target.connectionOptions,
     namespace: target.namespace,
     store,
+    ...(options.countersFile ? { counters: countersWritingTo(options.countersFile) } : {}),
+    ...(options.heartbeatTimeout ? { heartbeatTimeoutSeconds: options.heartbeatTimeout } : {}),
+    ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
+    ...(options.modelActivities ? { modelActivitySlots: options.modelActivities } : {}),
   })
   say(
-    `worker polling task queues ${Object.values(TASK_QUEUES).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
+    `worker (pid ${process.pid}) polling task queues ${Object.values(TASK_QUEUES).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
   )
+  if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)
   try {
     await Promise.all(local.workers.map((w) => w.run())) // the SDK shuts down gracefully on SIGINT / SIGTERM
   } finally {

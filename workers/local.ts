@@ -26,6 +26,14 @@ export interface LocalWorkerOptions {
   counters?: PhaseCounters
   /** Episodes per rollout shard when planning a run (default 64). */
   episodesPerShard?: number
+  /** Heartbeat timeout of the model-bound activities of runs this worker plans (RunPlan); default 5 minutes. */
+  heartbeatTimeoutSeconds?: number
+  /**
+   * Activities run at once on each model-bound queue (rollout, train); default: the SDK's (no practical cap).
+   * The default engine is one worker thread, which concurrent activities share; 1 runs shards one after the
+   * other, so each finishes (and records its manifest) sooner and a crashed worker leaves more of them done.
+   */
+  modelActivitySlots?: number
 }
 
 export interface LocalWorker {
@@ -55,8 +63,13 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       engine,
       ...(options.counters ? { counters: options.counters } : {}),
       ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
+      ...(options.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: options.heartbeatTimeoutSeconds } : {}),
     })
     const common = { connection, namespace: options.namespace, activities }
+    const model = {
+      ...common,
+      ...(options.modelActivitySlots ? { maxConcurrentActivityTaskExecutions: options.modelActivitySlots } : {}),
+    }
     const worker = await Worker.create({
       ...common,
       taskQueue: options.taskQueue ?? TASK_QUEUES.control,
@@ -66,8 +79,8 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       options.taskQueue === undefined || options.taskQueue === TASK_QUEUES.control
         ? [
             worker,
-            await Worker.create({ ...common, taskQueue: TASK_QUEUES.rollout }),
-            await Worker.create({ ...common, taskQueue: TASK_QUEUES.train }),
+            await Worker.create({ ...model, taskQueue: TASK_QUEUES.rollout }),
+            await Worker.create({ ...model, taskQueue: TASK_QUEUES.train }),
           ]
         : [worker]
     return {

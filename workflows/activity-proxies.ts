@@ -23,16 +23,31 @@ export const control = proxyActivities<PipelineActivities>({
   retry,
 })
 
-export const rolloutQueue = proxyActivities<PipelineActivities>({
-  taskQueue: TASK_QUEUES.rollout,
-  startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '5 minutes',
-  retry,
-})
+/** The heartbeat timeout of model-bound activities when the run plan sets none. */
+const DEFAULT_HEARTBEAT_TIMEOUT = '5 minutes'
 
-export const trainQueue = proxyActivities<PipelineActivities>({
-  taskQueue: TASK_QUEUES.train,
-  startToCloseTimeout: '4 hours',
-  heartbeatTimeout: '5 minutes',
-  retry,
-})
+/**
+ * The model-bound queues for a run: heartbeat timeout from the plan (RunPlan.heartbeatTimeoutSeconds). A short
+ * timeout retries the activity of a dead worker sooner; too short for the worker's longest pause between
+ * heartbeats (the activities heartbeat four times per timeout, from the event loop) and a live, busy worker's
+ * attempt times out and is retried, which the phase wrapper then answers from the finished manifest.
+ */
+export function modelQueues(plan: { heartbeatTimeoutSeconds?: number }) {
+  const heartbeatTimeout = plan.heartbeatTimeoutSeconds
+    ? `${plan.heartbeatTimeoutSeconds} seconds`
+    : DEFAULT_HEARTBEAT_TIMEOUT
+  return {
+    rolloutQueue: proxyActivities<PipelineActivities>({
+      taskQueue: TASK_QUEUES.rollout,
+      startToCloseTimeout: '2 hours',
+      heartbeatTimeout,
+      retry,
+    }),
+    trainQueue: proxyActivities<PipelineActivities>({
+      taskQueue: TASK_QUEUES.train,
+      startToCloseTimeout: '4 hours',
+      heartbeatTimeout,
+      retry,
+    }),
+  }
+}

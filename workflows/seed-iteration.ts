@@ -3,7 +3,7 @@ import { ApplicationFailure, log, upsertSearchAttributes } from '@temporalio/wor
 import type { CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/pipeline-types.ts'
 import type { ArtifactRef } from '../activities/record-run.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import { control, rolloutQueue, trainQueue } from './activity-proxies.ts'
+import { control, modelQueues } from './activity-proxies.ts'
 import { SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 
 export interface IterationInput {
@@ -68,6 +68,7 @@ function summaryLine(iteration: number, stats: Record<string, number>): string {
 export async function seedIteration(it: IterationInput): Promise<IterationResult> {
   const row = ALGORITHMS[it.plan.algorithm]
   const { run, iteration } = it
+  const { rolloutQueue, trainQueue } = modelQueues(it.plan)
   phase('snapshot', iteration)
   const snapshot = await trainQueue.snapshot({
     run,

@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow'
 import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
-import { control, rolloutQueue, trainQueue } from './activity-proxies.ts'
+import { control, modelQueues } from './activity-proxies.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
 import { seedIteration } from './seed-iteration.ts'
 
@@ -124,6 +124,7 @@ async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> 
   ])
   Object.assign(status, { iterations: plan.iterations, algorithm: plan.algorithm })
   const row = ALGORITHMS[plan.algorithm]
+  const { rolloutQueue, trainQueue } = modelQueues(plan)
   const base = await trainQueue.prepare({ run })
   const state: RunState = {
     run,
@@ -158,6 +159,7 @@ async function evaluate(state: RunState, label: string, iteration: number, statu
     { key: SEED_PHASE, value: 'evaluate' },
     { key: SEED_ITERATION, value: Math.max(iteration, 0) },
   ])
+  const { rolloutQueue } = modelQueues(state.plan)
   const result = await rolloutQueue.evaluate({ run: state.run, iteration, label, checkpoint: state.acting })
   const success = result.stats.success ?? Number.NaN
   state.evaluations.push({

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { PhaseCounters, type PhaseScope, runPhase } from '../../activities/phase.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { keys } from '../../store/keys.ts'
+import { type CountersLine, countersWritingTo } from '../../workers/counters-file.ts'
 
 describe('phase wrapper', () => {
   let root: string
@@ -36,6 +37,28 @@ describe('phase wrapper', () => {
     assert.deepEqual(second.stats, { episodes: 3 })
     assert.equal(counters.computed.get('rollout'), 1)
     assert.equal(counters.reused.get('rollout'), 1)
+  })
+
+  it('tells the counters file every event, with running totals', async () => {
+    const file = join(root, 'counters', 'worker.jsonl')
+    const counters = countersWritingTo(file)
+    const calls = { n: 0 }
+    const spec = { configSha256: 'c1', inputs: {} }
+    await runPhase({ store, counters }, scope(5), spec, body(5, 'abc', calls))
+    await runPhase({ store, counters }, scope(5), spec, body(5, 'abc', calls))
+    const lines = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CountersLine)
+    assert.deepEqual(
+      lines.map((l) => [l.event, l.phase, l.iteration, l.shard, l.attempt, l.computed.rollout, l.reused.rollout]),
+      [
+        ['computing', 'rollout', 0, 5, 0, undefined, undefined],
+        ['computed', 'rollout', 0, 5, 0, 1, undefined],
+        ['reused', 'rollout', 0, 5, 0, 1, 1],
+      ],
+    )
+    assert.equal(lines[0]?.pid, process.pid)
   })
 
   it('recomputes under a new attempt when the config or an input changed, keeping the old attempt', async () => {

@@ -1,0 +1,250 @@
+// A worker killed during a rollout costs only its unfinished shards. The real `seedflow worker` CLI runs as a
+// separate process against the test's Temporal and S3 servers; a micro seedRun with 4 rollout shards starts; the
+// moment one shard's manifest is in the store and the worker has started computing another (its counters file
+// says so), the test SIGKILLs the worker, starts a second one and waits for the run to end. The two workers'
+// counters files show that the shards finished before the kill were never computed again and the others exactly
+// once, and Temporal's history that the interrupted shard was retried after a heartbeat timeout.
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client'
+import { decodeTimeoutType } from '@temporalio/common'
+import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../../infra/s3-server.ts'
+import { PROJECT_ROOT } from '../../infra/tools.ts'
+import { keys } from '../../store/keys.ts'
+import type { S3ArtifactStore } from '../../store/s3-store.ts'
+import type { CountersLine } from '../../workers/counters-file.ts'
+import { TASK_QUEUES } from '../../workers/task-queues.ts'
+import { seedRun } from '../../workflows/index.ts'
+import { microConfig } from '../activities/core/micro.ts'
+import { testS3Store, testServers } from './servers.ts'
+
+const RUN_ID = `worker-kill-${process.pid}`
+const PREFIX = `worker-kill-${process.pid}`
+const SHARDS = 4
+/** Short, so that the killed worker's rollout is retried within seconds (the default is 5 minutes). */
+const HEARTBEAT_TIMEOUT_S = 5
+
+/**
+ * Micro model; one iteration of 4 tasks × 4 samples × 15 steps in 4 shards (one task each, --episodes-per-shard 4).
+ * Long episodes of few samples: a shard takes about half a second (steps are sequential, samples batched), the
+ * update over all 240 step samples a few seconds.
+ */
+function config() {
+  const c = microConfig('seed')
+  return {
+    ...c,
+    stage2: { ...c.stage2, iterations: 1, tasksPerStep: 4, groupSize: 4, maxEnvSteps: 15, miniBatchSize: 120 },
+    evaluation: { ...c.evaluation, tasks: 2, every: 1 },
+  }
+}
+
+interface WorkerProcess {
+  name: string
+  proc: ChildProcess
+  exited: Promise<void>
+  counters: string
+  log: string
+}
+
+function startWorker(dir: string, name: string): WorkerProcess {
+  const { temporalAddress, s3Endpoint, s3Bucket } = testServers()
+  const counters = join(dir, `${name}.counters.jsonl`)
+  const log = join(dir, `${name}.log`)
+  const out = openSync(log, 'w')
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: temporalAddress,
+    SEEDFLOW_S3_BUCKET: s3Bucket,
+    SEEDFLOW_S3_ENDPOINT: s3Endpoint,
+    SEEDFLOW_S3_PREFIX: PREFIX,
+    AWS_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
+    AWS_REGION: LOCAL_S3_REGION,
+    SEEDFLOW_HOME: join(dir, 'home'),
+    SEEDFLOW_ORT_THREADS: '1', // deterministic, and light on a 2-core machine
+  }
+  const args = [
+    join(PROJECT_ROOT, 'cli', 'bin.js'),
+    'worker',
+    '--counters-file',
+    counters,
+    '--heartbeat-timeout',
+    String(HEARTBEAT_TIMEOUT_S),
+    '--episodes-per-shard',
+    '4',
+    // one shard at a time: at the kill, some shards are finished and exactly one is running
+    '--model-activities',
+    '1',
+  ]
+  const proc = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', out, out] })
+  closeSync(out)
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
+  return { name, proc, exited, counters, log }
+}
+
+function alive(w: WorkerProcess): boolean {
+  return w.proc.exitCode === null && w.proc.signalCode === null
+}
+
+/** SIGKILL to the worker's process (by its PID), then wait for it to be gone. */
+async function kill(w: WorkerProcess): Promise<void> {
+  if (!alive(w) || w.proc.pid === undefined) return
+  process.kill(w.proc.pid, 'SIGKILL')
+  await w.exited
+}
+
+function countersOf(w: WorkerProcess): CountersLine[] {
+  if (!existsSync(w.counters)) return []
+  return readFileSync(w.counters, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim().length > 0)
+    .map((l) => JSON.parse(l) as CountersLine)
+}
+
+/** Rollout events of iteration 0, by event kind: the shard of each, in order. */
+function rolloutShards(lines: CountersLine[], event: CountersLine['event']): number[] {
+  return lines.filter((l) => l.phase === 'rollout' && l.iteration === 0 && l.event === event).map((l) => l.shard)
+}
+
+function tail(w: WorkerProcess): string {
+  return existsSync(w.log) ? readFileSync(w.log, 'utf8').split('\n').slice(-15).join('\n') : '(no log)'
+}
+
+async function rolloutManifests(store: S3ArtifactStore, attempt = 0): Promise<number[]> {
+  const found: number[] = []
+  for (let shard = 0; shard < SHARDS; shard++)
+    if (await store.head(keys.phaseManifest(RUN_ID, 0, 'rollout', shard, attempt))) found.push(shard)
+  return found
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Waits until a rollout shard's manifest is in the store and the worker has started computing another shard
+ * whose manifest is not: the worker is mid-rollout with work both done and in progress.
+ */
+async function killMoment(w: WorkerProcess, store: S3ArtifactStore, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (!alive(w)) throw new Error(`worker ${w.name} exited early:\n${tail(w)}`)
+    const lines = countersOf(w)
+    const done = new Set(rolloutShards(lines, 'computed'))
+    const running = rolloutShards(lines, 'computing').filter((s) => !done.has(s))
+    if (done.size > 0 && running.length > 0) {
+      const manifests = new Set(await rolloutManifests(store))
+      const interrupted = running.find((s) => !manifests.has(s))
+      if ([...done].every((s) => manifests.has(s)) && interrupted !== undefined) return { done, interrupted }
+    }
+    await sleep(25)
+  }
+  throw new Error(`no kill moment within ${timeoutMs} ms; counters: ${JSON.stringify(countersOf(w))}\n${tail(w)}`)
+}
+
+describe('killing the worker during a rollout (separate worker processes, real dev server, S3 store)', () => {
+  let dir: string
+  let store: S3ArtifactStore
+  let connection: Connection
+  let client: Client
+  let handle: WorkflowHandle<typeof seedRun> | undefined
+  const workers: WorkerProcess[] = []
+
+  before(async () => {
+    dir = join(testServers().stateDir, `worker-kill-${process.pid}`)
+    mkdirSync(dir, { recursive: true })
+    store = testS3Store(PREFIX)
+    connection = await Connection.connect({ address: testServers().temporalAddress })
+    client = new Client({ connection })
+  })
+
+  after(async () => {
+    // never leave a worker or a running workflow behind (later test files poll the same task queues)
+    for (const w of workers) await kill(w)
+    if (handle) {
+      const description = await handle.describe().catch(() => undefined)
+      if (description?.status.name === 'RUNNING')
+        await handle.terminate('worker-kill test ended').catch(() => undefined)
+    }
+    await connection?.close()
+    store?.destroy()
+  })
+
+  it('completes the run on a new worker, computing only the shards not finished before the kill', async () => {
+    const started = Date.now()
+    const first = startWorker(dir, 'worker-1')
+    workers.push(first)
+    handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: RUN_ID,
+      args: [{ runId: RUN_ID, config: config() }],
+      workflowExecutionTimeout: '3 minutes',
+    })
+
+    const { done, interrupted } = await killMoment(first, store, 90_000)
+    await kill(first)
+    const killedAt = Date.now()
+    const finishedAtKill = await rolloutManifests(store)
+    assert.ok(finishedAtKill.length < SHARDS, `the kill landed after the last shard: ${finishedAtKill}`)
+    assert.ok(!finishedAtKill.includes(interrupted), `shard ${interrupted} finished before the kill landed`)
+
+    const second = startWorker(dir, 'worker-2')
+    workers.push(second)
+    const result = await handle.result()
+    const finishedAt = Date.now()
+    assert.deepEqual(
+      result.evaluations.map((e) => e.label),
+      ['base', 'stage 1', 'iteration 0'],
+    )
+
+    const before = countersOf(first)
+    const after = countersOf(second)
+    // the first worker computed exactly the shards whose manifests were there at the kill (none half-recorded)
+    assert.deepEqual(rolloutShards(before, 'computed').sort(), finishedAtKill)
+    assert.ok([...done].every((s) => finishedAtKill.includes(s)))
+    // the second worker never computed a finished shard again, and computed every other shard exactly once
+    const computedAfter = rolloutShards(after, 'computed')
+    for (const shard of finishedAtKill) {
+      assert.ok(!rolloutShards(after, 'computing').includes(shard), `shard ${shard} was recomputed`)
+    }
+    assert.deepEqual(
+      computedAfter.sort(),
+      Array.from({ length: SHARDS }, (_, s) => s).filter((s) => !finishedAtKill.includes(s)),
+    )
+    // the same from the totals in the last line of each file
+    const totals = after.at(-1)
+    assert.equal(totals?.computed.rollout, SHARDS - finishedAtKill.length)
+    assert.equal(before.at(-1)?.computed.rollout, finishedAtKill.length)
+    for (const phase of ['warmstart', 'sft', 'snapshot'])
+      assert.equal(totals?.computed[phase], undefined, `${phase} ran again after the kill`)
+    // every rollout shard has one manifest, at attempt 0: nothing was recomputed under a new attempt
+    assert.deepEqual(await rolloutManifests(store), [0, 1, 2, 3])
+    assert.deepEqual(await rolloutManifests(store, 1), [])
+
+    // Temporal's side: the interrupted shard's activity ran a second attempt after a heartbeat timeout
+    const history = await client.workflow.getHandle(`${RUN_ID}/iter-0`).fetchHistory()
+    const scheduled = new Map<string, number>()
+    let retried: { attempt: number; timeout: string | undefined } | undefined
+    for (const event of history.events ?? []) {
+      const s = event.activityTaskScheduledEventAttributes
+      if (s?.activityType?.name === 'rollout') {
+        const input = JSON.parse(Buffer.from(s.input?.payloads?.[0]?.data ?? []).toString('utf8'))
+        scheduled.set(String(event.eventId), input.shard)
+        assert.equal(Number(s.heartbeatTimeout?.seconds), HEARTBEAT_TIMEOUT_S, 'the plan sets the heartbeat timeout')
+      }
+      const st = event.activityTaskStartedEventAttributes
+      if (st && scheduled.get(String(st.scheduledEventId)) === interrupted) {
+        const timeout = decodeTimeoutType(st.lastFailure?.timeoutFailureInfo?.timeoutType)
+        retried = { attempt: st.attempt ?? 0, timeout }
+      }
+    }
+    assert.ok(retried && retried.attempt >= 2, `shard ${interrupted}: ${JSON.stringify(retried)}`)
+    assert.equal(retried.timeout, 'HEARTBEAT')
+
+    console.log(
+      `worker-kill: shards finished at the kill ${JSON.stringify(finishedAtKill)}, interrupted ${interrupted}; ` +
+        `kill after ${((killedAt - started) / 1000).toFixed(1)} s, run done ${((finishedAt - killedAt) / 1000).toFixed(1)} s later`,
+    )
+  })
+})

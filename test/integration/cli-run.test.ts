@@ -53,7 +53,8 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     assert.equal(r.code, 0, `exit ${r.code}\n${r.out}\n${r.err}`)
     assert.match(r.out, /starting workflow seedRun/)
     assert.match(r.out, /evaluation base: \d+\.\d% ± \d+\.\d% \(4 tasks\)/)
-    assert.match(r.out, /iteration 1 \(2 of 2\): (snapshot|rollout|analyze|rescore|update)/)
+    // progress lines come from a 1 s poll, which a micro run can outpace: the evaluations are always shown
+    assert.match(r.out, /\[\d+:\d\d\] evaluation stage 1: /)
     const table = r.out.slice(r.out.indexOf(`held-out success of run ${runId}:`))
     assert.ok(table.length > 0, r.out)
     for (const label of ['warm-start', 'stage 1', 'iteration 1 \\(final\\)'])

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
+import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { runCommand, workerCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
@@ -22,6 +23,22 @@ function positiveInt(value: string): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`)
   return n
 }
+
+program
+  .command('config')
+  .description('print a preset run configuration (JSON) to edit and pass to `seedflow run <file>`')
+  .argument('<preset>', PRESET_NAMES.join(', '))
+  .option(
+    '--algorithm <row>',
+    'algorithm row (seed, grpo, skill-prompt, skill-grpo, grpo-opsd, seed-static, seed-library, seed-no-sft)',
+    'seed',
+  )
+  .option('--model-folder <dir>', 'Hugging Face model folder (paper presets)')
+  .option(
+    '--run-id <id>',
+    'print the seedRun workflow input { runId, config } instead, for `temporal workflow start --input-file`',
+  )
+  .action(configCommand)
 
 program
   .command('worker')

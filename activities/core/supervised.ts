@@ -12,7 +12,7 @@ export interface SupervisedExample {
   response: number[]
 }
 
-/** A pool of examples and its share of every batch (shares are normalized). */
+/** A pool of examples and its share of the steps (shares are normalized). */
 export interface ExamplePool {
   name: string
   examples: readonly SupervisedExample[]
@@ -50,7 +50,7 @@ export function loadSftTrainModel(policy: Policy): Promise<ModelHandle> {
   })
 }
 
-/** Trains `policy` in place; batches draw from each pool by its share, seeded, with replacement. */
+/** Trains `policy` in place; each step's batch comes from one pool, drawn by share, seeded, with replacement. */
 export async function supervisedTrain(
   policy: Policy,
   pools: readonly ExamplePool[],
@@ -76,11 +76,12 @@ export async function supervisedTrain(
   const losses: number[] = []
   let stoppedEarly = false
   for (let step = 0; step < settings.steps; step++) {
+    // one pool per step: pools differ in length (skill demos, analyzer prompts), and a mixed batch is padded
+    // to its longest example
+    const pool = pickPool(live, rng.next() * total)
     const batch: SupervisedExample[] = []
-    for (let i = 0; i < settings.batchSize; i++) {
-      const pool = pickPool(live, rng.next() * total)
+    for (let i = 0; i < settings.batchSize; i++)
       batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
-    }
     const tb = policy.model.tokenBatch(batch, 1)
     const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], tb.responseMask) }
     const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)

@@ -1,0 +1,31 @@
+// `seedflow config`: a preset's full run configuration as JSON, to edit and pass to `seedflow run <file>` or, as
+// the workflow input `{ runId, config }`, to `temporal workflow start --type seedRun --input-file`.
+import { ALGORITHM_NAMES, type AlgorithmName } from '../seed/algorithms.ts'
+import { cpuSokobanPreset, paperPreset, RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { assertValidRunId } from '../store/keys.ts'
+
+export const PRESET_NAMES = ['cpu-sokoban', ...RUN_ENV_NAMES.map((env) => `paper-${env}`)] as const
+
+export interface ConfigOptions {
+  algorithm: string
+  modelFolder?: string
+  runId?: string
+}
+
+function preset(name: string, algorithm: AlgorithmName, folder: string | undefined): RunConfig {
+  if (name === 'cpu-sokoban') return cpuSokobanPreset(algorithm)
+  const env = name.replace(/^paper-/, '') as RunEnvName
+  if (!name.startsWith('paper-') || !RUN_ENV_NAMES.includes(env))
+    throw new Error(`unknown preset ${JSON.stringify(name)}; one of ${PRESET_NAMES.join(', ')}`)
+  if (!folder) throw new Error(`preset ${name} trains an imported model: give its folder with --model-folder <dir>`)
+  return paperPreset(env, folder, algorithm)
+}
+
+export function configCommand(name: string, options: ConfigOptions): void {
+  if (!(ALGORITHM_NAMES as string[]).includes(options.algorithm))
+    throw new Error(`unknown algorithm ${JSON.stringify(options.algorithm)}; one of ${ALGORITHM_NAMES.join(', ')}`)
+  const config = preset(name, options.algorithm as AlgorithmName, options.modelFolder)
+  if (options.runId !== undefined) assertValidRunId(options.runId)
+  const out = options.runId === undefined ? config : { runId: options.runId, config }
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`)
+}

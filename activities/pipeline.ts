@@ -1,6 +1,7 @@
 // The pipeline activities (DESIGN.md section 3): each phase reads its inputs from the artifact store, runs the
 // training core on the worker's engine, writes its outputs and returns keys and small statistics. Every phase
 // goes through runPhase, so a retried or re-run phase with the same config and inputs is reused, not recomputed.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
@@ -143,10 +144,14 @@ function heartbeatInterval(): number {
 }
 
 /** Runs an activity body; deterministic failures become non-retryable ApplicationFailures named by type. */
+/** The policies an activity loaded (policyOf), released when it ends: a worker lives for many activities. */
+const activityPolicies = new AsyncLocalStorage<Policy[]>()
+
 async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   const timer = inActivityContext() ? setInterval(heartbeat, heartbeatInterval()) : undefined
+  const loaded: Policy[] = []
   try {
-    return await body()
+    return await activityPolicies.run(loaded, body)
   } catch (error) {
     if (error instanceof ApplicationFailure) throw error
     const e = error as Error
@@ -157,6 +162,7 @@ async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
     throw error
   } finally {
     if (timer) clearInterval(timer)
+    await Promise.all(loaded.map((p) => p.model.release()))
   }
 }
 
@@ -291,7 +297,9 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     if (sha !== ref.sha256) {
       throw fatal(`checkpoint ${ref.prefix}: model sha256 ${sha} is not the expected ${ref.sha256}`, 'IntegrityError')
     }
-    return { policy: loadPolicy(engine, checkpoint), ...(optimizer ? { optimizer } : {}) }
+    const policy = loadPolicy(engine, checkpoint)
+    activityPolicies.getStore()?.push(policy)
+    return { policy, ...(optimizer ? { optimizer } : {}) }
   }
 
   async function snapshotOf(ref: ArtifactRef): Promise<Snapshot> {

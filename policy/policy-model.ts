@@ -50,6 +50,8 @@ export class PolicyModel {
   #decode = new Map<string, Promise<ModelHandle>>()
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
+  /** Every graph this model loaded (the cached ones and train graphs), for `release`. */
+  readonly #loaded = new Set<Promise<ModelHandle>>()
 
   constructor(
     engine: Engine,
@@ -88,19 +90,19 @@ export class PolicyModel {
     const key = `${sampling}/${prefill}`
     let handle = this.#decode.get(key)
     if (!handle) {
-      handle = this.#engine.load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill })))
+      handle = this.#load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill })))
       this.#decode.set(key, handle)
     }
     return handle
   }
 
   scoreModel(): Promise<ModelHandle> {
-    this.#score ??= this.#engine.load(encodeModel(buildScoreGraph(this.config, this.dtype)))
+    this.#score ??= this.#load(encodeModel(buildScoreGraph(this.config, this.dtype)))
     return this.#score
   }
 
   forwardModel(): Promise<ModelHandle> {
-    this.#forward ??= this.#engine.load(encodeModel(buildForwardGraph(this.config, this.dtype)))
+    this.#forward ??= this.#load(encodeModel(buildForwardGraph(this.config, this.dtype)))
     return this.#forward
   }
 
@@ -119,7 +121,34 @@ export class PolicyModel {
 
   /** Loads a train graph for `lossBuilder` (the caller keeps the handle: one per loss form). */
   loadTrainModel(lossBuilder: LossBuilder): Promise<ModelHandle> {
-    return this.#engine.load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype)))
+    return this.#load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype)))
+  }
+
+  #load(bytes: Uint8Array): Promise<ModelHandle> {
+    const handle = this.#engine.load(bytes)
+    this.#loaded.add(handle)
+    return handle
+  }
+
+  /**
+   * Releases every graph this model loaded (their ORT sessions hold the memory); the model stays usable and
+   * loads graphs again on demand. Long-lived workers call it when a phase is done with a model.
+   */
+  async release(): Promise<void> {
+    const handles = [...this.#loaded]
+    this.#loaded.clear()
+    this.#decode.clear()
+    this.#score = undefined
+    this.#forward = undefined
+    await Promise.all(
+      handles.map(async (h) => {
+        try {
+          await this.#engine.release(await h)
+        } catch {
+          // a graph that failed to load holds nothing
+        }
+      }),
+    )
   }
 
   /** Packs items into one right-padded batch with shifted targets. */

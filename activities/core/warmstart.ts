@@ -191,6 +191,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       },
     },
   )
+  await policy.model.release()
   return {
     checkpoint: { ...checkpoint, weights: policy.model.weights },
     stats: {

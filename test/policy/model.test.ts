@@ -173,3 +173,39 @@ describe('policy model graphs', () => {
     assert.equal(stop.sequences[1]?.tokens.length, 2)
   })
 })
+
+describe('policy model graph lifetime', () => {
+  it('releases every graph it loaded (cached and train graphs) and loads them again on demand', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    const live = new Set<number>()
+    const counting = {
+      ...engine,
+      load: async (bytes: Uint8Array) => {
+        const h = await engine.load(bytes)
+        live.add(h as unknown as number)
+        return h
+      },
+      release: async (h: Parameters<typeof engine.release>[0]) => {
+        live.delete(h as unknown as number)
+        await engine.release(h)
+      },
+    }
+    try {
+      const model = new PolicyModel(counting, SMALL, initWeights(SMALL, mulberry32(5)))
+      await model.decodeModel('logprobs', true)
+      await model.decodeModel('logprobs')
+      await model.scoreModel()
+      await model.loadTrainModel((op, scores) => ({ loss: op.ReduceSum(scores.logp, undefined, { keepdims: 0 }) }))
+      assert.equal(live.size, 4)
+      await model.release()
+      assert.equal(live.size, 0)
+      const scored = await model.score([{ context: [1, 2, 3], response: [4] }])
+      assert.equal(scored.length, 1)
+      assert.equal(live.size, 1)
+      await model.release()
+      assert.equal(live.size, 0)
+    } finally {
+      await engine.close()
+    }
+  })
+})

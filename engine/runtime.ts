@@ -38,10 +38,13 @@ export interface RunOptions {
 }
 
 export interface Engine {
-  /** Builds (or reuses) the session for these model bytes. */
+  /**
+   * Builds (or reuses) the session for these model bytes. Identical bytes share one session (policies of the
+   * same shape build identical graphs), so each load takes a reference that `release` gives back.
+   */
   load(model: Uint8Array): Promise<ModelHandle>
   run(model: ModelHandle, feeds: Feeds, options?: RunOptions): Promise<Fetches>
-  /** Drops the session of a model. */
+  /** Gives back one reference of `load`; the session (and its memory arena) goes when none remain. */
   release(model: ModelHandle): Promise<void>
   close(): Promise<void>
 }
@@ -69,6 +72,7 @@ export function resolvedConfig(
 export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   const cfg = resolvedConfig(config)
   const sessions = new Map<string, Promise<InferenceSession>>()
+  const refs = new Map<string, number>()
 
   const session = async (id: string): Promise<InferenceSession> => {
     const s = sessions.get(id)
@@ -81,6 +85,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   return {
     async load(model) {
       const id = modelId(model)
+      refs.set(id, (refs.get(id) ?? 0) + 1)
       let s = sessions.get(id)
       if (!s) {
         s = InferenceSession.create(model, {
@@ -99,9 +104,12 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
         })
         sessions.set(id, s)
         while (sessions.size > cfg.maxSessions) {
-          const oldest = sessions.keys().next().value as string
+          // the least recently used session that nobody holds, else the least recently used one
+          const ids = [...sessions.keys()]
+          const oldest = ids.find((i) => !refs.get(i)) ?? (ids[0] as string)
           const evicted = sessions.get(oldest)
           sessions.delete(oldest)
+          refs.delete(oldest)
           void evicted?.then((e) => e.release()).catch(() => undefined)
         }
       }
@@ -137,6 +145,12 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     },
 
     async release(model) {
+      const left = (refs.get(model.id) ?? 1) - 1
+      if (left > 0) {
+        refs.set(model.id, left)
+        return
+      }
+      refs.delete(model.id)
       const s = sessions.get(model.id)
       sessions.delete(model.id)
       await (await s)?.release()
@@ -145,6 +159,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     async close() {
       const all = [...sessions.values()]
       sessions.clear()
+      refs.clear()
       await Promise.all(all.map(async (s) => (await s.catch(() => undefined))?.release()))
     },
   }

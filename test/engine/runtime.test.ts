@@ -8,8 +8,8 @@ import { createLocalEngine, createWorkerEngine, type Engine, modelId } from '../
 import { tensor } from '../../engine/tensor.ts'
 
 /** float32 matmul, int64 argmax and a bool comparison: one output of each kind. */
-function smallModel(): Uint8Array {
-  const graph = new Graph('small')
+function smallModel(name = 'small'): Uint8Array {
+  const graph = new Graph(name)
   const op = createBuilder(graph)
   const x = op.input('x', 'float32', ['B', 3])
   const w = op.input('w', 'float32', [3, 2])
@@ -63,10 +63,15 @@ for (const [kind, make] of [
       })
     })
 
-    it('rejects a model it has not loaded', async () => {
-      const model = await engine.load(smallModel())
-      await engine.release(model)
-      await assert.rejects(engine.run(model, feeds()), EngineRuntimeError)
+    it('shares one session between identical loads and drops it after the last release', async () => {
+      const bytes = smallModel(`refcounted-${kind}`)
+      const first = await engine.load(bytes)
+      const second = await engine.load(bytes)
+      assert.equal(first.id, second.id)
+      await engine.release(first)
+      assert.ok((await engine.run(second, feeds())).y, 'still loaded: one reference left')
+      await engine.release(second)
+      await assert.rejects(engine.run(second, feeds()), EngineRuntimeError)
     })
   })
 }

@@ -1,7 +1,7 @@
 // Progress of a running seedRun as lines on the terminal: the run's `status` query (phase, iteration,
 // evaluations), the running iteration child's phase (its SeedPhase search attribute) and the heartbeat details of
 // long activities (warm-start steps and validation checks). One line per change; the same in a terminal and a log.
-import { type Client, WorkflowNotFoundError } from '@temporalio/client'
+import { type Client, type WorkflowExecutionDescription, WorkflowNotFoundError } from '@temporalio/client'
 import { defaultPayloadConverter } from '@temporalio/common'
 import type { PhaseProgress } from '../activities/pipeline.ts'
 import { type Evaluation, type RunStatus, statusQuery } from '../workflows/seed-run.ts'
@@ -18,32 +18,30 @@ export function formatEvaluation(e: Evaluation): string {
 }
 
 /** Heartbeat details of the activities a workflow is running now (those that reported any). */
-async function pendingProgress(client: Client, workflowId: string): Promise<PhaseProgress[]> {
+/** The workflow's description; undefined while it does not exist (yet). */
+async function describe(client: Client, workflowId: string): Promise<WorkflowExecutionDescription | undefined> {
   try {
-    const description = await client.workflow.getHandle(workflowId).describe()
-    const found: PhaseProgress[] = []
-    for (const activity of description.raw.pendingActivities ?? []) {
-      const payload = activity.heartbeatDetails?.payloads?.[0]
-      if (!payload) continue
-      const details = defaultPayloadConverter.fromPayload<PhaseProgress>(payload)
-      if (details && typeof details.phase === 'string') found.push(details)
-    }
-    return found
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return []
-    throw error
-  }
-}
-
-async function childPhase(client: Client, workflowId: string): Promise<string | undefined> {
-  try {
-    const description = await client.workflow.getHandle(workflowId).describe()
-    const value = description.searchAttributes.SeedPhase?.[0]
-    return typeof value === 'string' ? value : undefined
+    return await client.workflow.getHandle(workflowId).describe()
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return undefined
     throw error
   }
+}
+
+async function pendingProgress(client: Client, workflowId: string): Promise<PhaseProgress[]> {
+  const found: PhaseProgress[] = []
+  for (const activity of (await describe(client, workflowId))?.raw.pendingActivities ?? []) {
+    const payload = activity.heartbeatDetails?.payloads?.[0]
+    if (!payload) continue
+    const details = defaultPayloadConverter.fromPayload<PhaseProgress>(payload)
+    if (details && typeof details.phase === 'string') found.push(details)
+  }
+  return found
+}
+
+async function childPhase(client: Client, workflowId: string): Promise<string | undefined> {
+  const value = (await describe(client, workflowId))?.searchAttributes.SeedPhase?.[0]
+  return typeof value === 'string' ? value : undefined
 }
 
 function describeProgress(p: PhaseProgress): string {

@@ -57,6 +57,16 @@ export interface PromptBudgetSettings {
   contextLength: number
 }
 
+/** The budget of seed/prompt-budget for this codec. */
+function promptBudget(codec: PromptCodec, budget: PromptBudgetSettings) {
+  return {
+    countTokens: codec.countPromptTokens,
+    maxPromptTokens: budget.maxPromptTokens,
+    responseTokens: budget.responseTokens,
+    contextLength: budget.contextLength,
+  }
+}
+
 /** Fits a step prompt (with `block` inserted when given); a prompt whose protected parts cannot fit throws. */
 export function fitPrompt(
   codec: PromptCodec,
@@ -64,13 +74,7 @@ export function fitPrompt(
   budget: PromptBudgetSettings,
   block?: string,
 ): FitResult & { ok: true } {
-  const fit = fitStepPrompt(text, {
-    countTokens: codec.countPromptTokens,
-    maxPromptTokens: budget.maxPromptTokens,
-    responseTokens: budget.responseTokens,
-    contextLength: budget.contextLength,
-    ...(block ? { block } : {}),
-  })
+  const fit = fitStepPrompt(text, { ...promptBudget(codec, budget), ...(block ? { block } : {}) })
   if (!fit.ok) {
     throw new PromptBudgetError(
       `step prompt does not fit: ${fit.reason} (max prompt ${budget.maxPromptTokens}, response ${budget.responseTokens}, context ${budget.contextLength})`,
@@ -85,12 +89,7 @@ export function fitAnalyzer(
   episode: AnalyzerEpisode,
   budget: PromptBudgetSettings,
 ): FitResult & { ok: true } {
-  const fit = fitAnalyzerPrompt(episode, {
-    countTokens: codec.countPromptTokens,
-    maxPromptTokens: budget.maxPromptTokens,
-    responseTokens: budget.responseTokens,
-    contextLength: budget.contextLength,
-  })
+  const fit = fitAnalyzerPrompt(episode, promptBudget(codec, budget))
   if (!fit.ok) throw new PromptBudgetError(`analyzer prompt does not fit: ${fit.reason}`)
   return fit
 }

@@ -83,6 +83,12 @@ const Warmstart = z.object({
   batchSize: positiveInt(),
   lr: lr(),
   warmupSteps: int(0),
+  /**
+   * Loss weight of the response tokens every demonstrated action shares (the `<think></think><action>` frame);
+   * the action's own tokens weigh 1. At 1 (a plain token mean) the tiny model learned the frame and never the
+   * action: Adam gives the frame's consistent gradient full steps while the noisy action signal averages out.
+   */
+  formatTokenWeight: probability().default(1),
   /** Evaluate every this many steps on validation tasks and stop once `targetSuccess` is reached (0: never). */
   evalEvery: int(0),
   evalTasks: positiveInt(),
@@ -408,17 +414,18 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
       vocabSize: 1024,
       learnedPositions: true,
     },
-    prompt: { compact: true, compactGrids: true, historyWindow: 0, maxPromptTokens: 400, maxResponseTokens: 24 },
+    prompt: { compact: true, compactGrids: false, historyWindow: 0, maxPromptTokens: 400, maxResponseTokens: 24 },
     warmstart: {
-      demoTasks: 1500,
+      demoTasks: 3000,
       mistakeRate: 0.25,
       labelNoise: 0.25,
       skillDemoShare: 0.3,
-      steps: 400,
-      batchSize: 64,
-      lr: 2e-3,
+      steps: 240,
+      batchSize: 256,
+      lr: 1e-3,
       warmupSteps: 20,
-      evalEvery: 25,
+      formatTokenWeight: 0.01,
+      evalEvery: 40,
       evalTasks: 128,
       targetSuccess: 0.3,
     },

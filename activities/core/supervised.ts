@@ -10,6 +10,8 @@ import { CorePhaseError, type Policy } from './policy.ts'
 export interface SupervisedExample {
   context: number[]
   response: number[]
+  /** The loss weight of each response token (default 1 each); the loss is the weighted mean. */
+  weights?: number[]
 }
 
 /** A pool of examples and its share of the steps (shares are normalized). */
@@ -83,7 +85,7 @@ export async function supervisedTrain(
     for (let i = 0; i < settings.batchSize; i++)
       batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
     const tb = policy.model.tokenBatch(batch, 1)
-    const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], tb.responseMask) }
+    const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], weightedMask(batch, tb.T, tb.responseMask)) }
     const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)
     losses.push(r.loss)
     const every = settings.checkEvery ?? 0
@@ -103,6 +105,22 @@ export async function supervisedTrain(
     optimizerState: optimizer.state(),
     seconds: (performance.now() - started) / 1000,
   }
+}
+
+/** The response mask with each example's token weights in place of its ones. */
+function weightedMask(batch: readonly SupervisedExample[], T: number, mask: Float64Array): Float64Array {
+  if (batch.every((e) => e.weights === undefined)) return mask
+  const out = Float64Array.from(mask)
+  batch.forEach((e, b) => {
+    if (e.weights === undefined) return
+    if (e.weights.length !== e.response.length)
+      throw new CorePhaseError(`supervised example ${b}: ${e.weights.length} weights for ${e.response.length} tokens`)
+    // the target of position t is token t + 1, so response token i is scored at context.length - 1 + i
+    e.weights.forEach((w, i) => {
+      out[b * T + e.context.length - 1 + i] = w
+    })
+  })
+  return out
 }
 
 /** The pool whose share interval holds `u` ∈ [0, Σ shares). */

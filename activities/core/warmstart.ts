@@ -108,6 +108,27 @@ function demoEpisode(
   return { demos: demos.map((d) => ({ ...d, block })), texts }
 }
 
+/**
+ * Loss weights for demonstrated responses: `frameWeight` on the tokens every response shares (the longest
+ * common prefix and suffix of their token ids, e.g. `<think></think><action>` and `</action>`), 1 on the rest.
+ * With fewer than two distinct responses nothing is a frame.
+ */
+export function frameWeights(responses: readonly number[][], frameWeight: number): (response: number[]) => number[] {
+  if (responses.length < 2) return (response) => response.map(() => 1)
+  const shortest = Math.min(...responses.map((r) => r.length))
+  const shared = (at: (r: number[], i: number) => number | undefined) => {
+    let n = 0
+    while (n < shortest && responses.every((r) => at(r, n) === at(responses[0]!, n))) n++
+    return n
+  }
+  const prefix = shared((r, i) => r[i])
+  const suffix = Math.min(
+    shared((r, i) => r[r.length - 1 - i]),
+    shortest - prefix,
+  )
+  return (response) => response.map((_, i) => (i < prefix || i >= response.length - suffix ? frameWeight : 1))
+}
+
 /** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
 export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
   const started = performance.now()
@@ -162,12 +183,12 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     responseTokens: input.prompt.maxResponseTokens,
     contextLength: config.maxPositions,
   }
+  const responseIds = new Map([...responses].map(([action, text]) => [action, policy.codec.responseIds(text)]))
+  const weights = frameWeights([...responseIds.values()], ws.formatTokenWeight)
   const toExample = (d: Demo): SupervisedExample => {
     const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
-    return {
-      context: policy.codec.promptIds(fit.prompt),
-      response: policy.codec.responseIds(responses.get(d.action)!),
-    }
+    const response = responseIds.get(d.action)!
+    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response) }
   }
   const checks: Array<{ step: number; successRate: number }> = []
   const result = await supervisedTrain(

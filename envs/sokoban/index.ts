@@ -128,10 +128,11 @@ function render(view: Parameters<EnvSpec<SokobanTask, SokobanState>['render']>[0
   const { history, stepCount, observation } = view
   if (view.compact) {
     // small models trained from scratch: no legend, and the grid last, right before the answer, so that each
-    // cell is at the same distance from the action token in every prompt (with or without a skill block or
-    // history): rotary attention sees relative positions; with the grid first, the tiny model did not learn
-    // to read it in 50k behaviour-cloning samples. The last action on the step line, so that a history window
-    // of 0 (the run setting drops `Last:` entries) still says where the player came from.
+    // row is at the same distance from the action token in every prompt (with or without a skill block or
+    // history). Rows stay dense (`##OX_#`): a byte-level BPE learns most rows as single tokens, which the tiny
+    // model reads far sooner than one token per cell (48% vs 4.5% validation success after 160 behaviour-
+    // cloning steps of 256). The last action on the step line, so that a history window of 0 (the run setting
+    // drops `Last:` entries) still says where the player came from.
     const past = history.length > 0 ? `Last: ${renderHistory(history, stepCount)}\n` : ''
     const last = history.at(-1)
     return [

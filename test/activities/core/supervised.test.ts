@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { CorePhaseError } from '../../../activities/core/policy.ts'
+import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
+import { frameWeights } from '../../../activities/core/warmstart.ts'
+import { createLocalEngine } from '../../../engine/index.ts'
+import type { Checkpoint } from '../../../policy/checkpoint.ts'
+import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
+
+describe('frameWeights', () => {
+  it('weighs the shared prefix and suffix of the responses as the frame', () => {
+    const weigh = frameWeights(
+      [
+        [1, 2, 3, 9, 4, 5],
+        [1, 2, 3, 8, 4, 5],
+        [1, 2, 3, 7, 7, 4, 5],
+      ],
+      0.1,
+    )
+    assert.deepEqual(weigh([1, 2, 3, 7, 7, 4, 5]), [0.1, 0.1, 0.1, 1, 1, 0.1, 0.1])
+    assert.deepEqual(weigh([1, 2, 3, 9, 4, 5]), [0.1, 0.1, 0.1, 1, 0.1, 0.1])
+  })
+  it('never lets prefix and suffix overlap, and has no frame for a single response', () => {
+    assert.deepEqual(
+      frameWeights(
+        [
+          [1, 2],
+          [1, 2, 2],
+        ],
+        0,
+      )([1, 2, 2]),
+      [0, 0, 1],
+    )
+    assert.deepEqual(frameWeights([[1, 2, 3]], 0)([1, 2, 3]), [1, 1, 1])
+  })
+})
+
+describe('supervisedTrain token weights', () => {
+  const engine = createLocalEngine({ threads: 1 })
+  after(() => engine.close())
+  let checkpoint: Checkpoint
+  before(async () => {
+    checkpoint = await microCheckpoint(engine, microConfig())
+  })
+  const firstLoss = async (examples: SupervisedExample[]) => {
+    const policy = microPolicy(engine, checkpoint)
+    const r = await supervisedTrain(policy, [{ name: 'x', examples, share: 1 }], {
+      steps: 1,
+      batchSize: 1,
+      lr: 1e-3,
+      warmupSteps: 0,
+      seed: 1,
+    })
+    await policy.model.release()
+    return r.losses[0]!
+  }
+
+  it('a token of weight 0 does not count; without weights it does', async () => {
+    const context = [3, 4, 5]
+    const a = await firstLoss([{ context, response: [6, 7], weights: [1, 0] }])
+    const b = await firstLoss([{ context, response: [6, 8], weights: [1, 0] }])
+    const only = await firstLoss([{ context, response: [6] }])
+    assert.ok(Math.abs(a - b) < 1e-6, `${a} vs ${b}`)
+    assert.ok(Math.abs(a - only) < 1e-6, `${a} vs ${only}`)
+    const plainA = await firstLoss([{ context, response: [6, 7] }])
+    const plainB = await firstLoss([{ context, response: [6, 8] }])
+    assert.ok(Math.abs(plainA - plainB) > 1e-6)
+  })
+
+  it('is the weighted mean of the token losses', async () => {
+    const context = [3, 4, 5]
+    const l6 = await firstLoss([{ context, response: [6] }])
+    const both = await firstLoss([{ context, response: [6, 7] }])
+    const l7 = 2 * both - l6 // mean of two tokens
+    const weighted = await firstLoss([{ context, response: [6, 7], weights: [1, 0.25] }])
+    assert.ok(Math.abs(weighted - (l6 + 0.25 * l7) / 1.25) < 1e-5, `${weighted}`)
+  })
+
+  it('rejects weights that do not match the response', async () => {
+    await assert.rejects(firstLoss([{ context: [3, 4], response: [6, 7], weights: [1] }]), CorePhaseError)
+  })
+})

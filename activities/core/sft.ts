@@ -1,7 +1,7 @@
 // Stage 1 (reference section 2): supervised fine-tuning on (analyzer prompt → skill JSON) pairs from the
 // annotated rollouts of the base policy, mixed with acting data so that acting is not forgotten. The acting
-// data is the base policy's own steps (step prompt → its sampled response): it keeps the acting distribution
-// rather than improving it, so Stage 1 teaches analysis, not a better policy. The result is π_0, which is also
+// data is the base policy's own well-formed steps (step prompt → its sampled response): it keeps the acting
+// distribution rather than improving it, so Stage 1 teaches analysis, not a better policy. The result is π_0, which is also
 // SEED's KL reference.
 import type { Stage1Config } from '../../seed/config.ts'
 import type { SkillRecord } from './analyze.ts'
@@ -33,8 +33,9 @@ export function skillPairs(policy: Policy, skills: readonly SkillRecord[]): Supe
 /** Trains `policy` in place into π_0. */
 export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
   const skill = skillPairs(policy, input.skills)
+  // malformed responses are not acting: training on them would teach the policy to write them
   const acting: SupervisedExample[] = input.trajectories.flatMap((t) =>
-    t.steps.map((s) => ({ context: s.promptIds, response: s.responseIds })),
+    t.steps.filter((s) => s.valid).map((s) => ({ context: s.promptIds, response: s.responseIds })),
   )
   const {
     losses: _losses,

@@ -48,6 +48,9 @@ export interface WarmstartStats {
   steps: number
   firstLoss: number
   lastLoss: number
+  /** Steps at full frame weight after behaviour cloning, and their last loss. */
+  polishSteps: number
+  polishLoss: number | null
   stoppedEarly: boolean
   /** Validation success at each check. */
   checks: Array<{ step: number; successRate: number }>
@@ -190,28 +193,43 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     const response = responseIds.get(d.action)!
     return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response) }
   }
-  const checks: Array<{ step: number; successRate: number }> = []
-  const result = await supervisedTrain(
-    policy,
+  const plainExamples = plain.map(toExample)
+  const skillExamples = skilled.map(toExample)
+  const pools = (frame: 'weighted' | 'full') =>
     [
-      { name: 'plain', examples: plain.map(toExample), share: plain.length },
-      { name: 'skill', examples: skilled.map(toExample), share: skilled.length },
-    ],
-    {
-      steps: ws.steps,
-      batchSize: ws.batchSize,
-      lr: ws.lr,
-      warmupSteps: ws.warmupSteps,
-      seed: mixSeed(input.seed, 0xbc),
-      checkEvery: ws.evalEvery,
-      check: async (step) => {
-        const r = await validationSuccess(policy, input, step)
-        checks.push({ step, successRate: r })
-        input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
-        return r >= ws.targetSuccess
-      },
+      { name: 'plain', examples: plainExamples, share: plain.length },
+      { name: 'skill', examples: skillExamples, share: skilled.length },
+    ].map((p) => ({
+      ...p,
+      examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
+    }))
+  const checks: Array<{ step: number; successRate: number }> = []
+  const result = await supervisedTrain(policy, pools('weighted'), {
+    steps: ws.steps,
+    batchSize: ws.batchSize,
+    lr: ws.lr,
+    warmupSteps: ws.warmupSteps,
+    seed: mixSeed(input.seed, 0xbc),
+    checkEvery: ws.evalEvery,
+    check: async (step) => {
+      const r = await validationSuccess(policy, input, step)
+      checks.push({ step, successRate: r })
+      input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
+      return r >= ws.targetSuccess
     },
-  )
+  })
+  // the frame, learned at a small weight, is not yet reliable at temperature 1 (rollouts sampled 40% malformed
+  // responses); a short pass at full weight and a lower rate fixes it
+  const polish =
+    ws.framePolishSteps > 0
+      ? await supervisedTrain(policy, pools('full'), {
+          steps: ws.framePolishSteps,
+          batchSize: ws.batchSize,
+          lr: ws.lr * 0.3,
+          warmupSteps: 0,
+          seed: mixSeed(input.seed, 0xbd),
+        })
+      : null
   await policy.model.release()
   return {
     checkpoint: { ...checkpoint, weights: policy.model.weights },
@@ -224,6 +242,8 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       steps: result.steps,
       firstLoss: result.firstLoss,
       lastLoss: result.lastLoss,
+      polishSteps: polish?.steps ?? 0,
+      polishLoss: polish?.lastLoss ?? null,
       stoppedEarly: result.stoppedEarly,
       checks,
       seconds: (performance.now() - started) / 1000,

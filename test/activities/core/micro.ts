@@ -24,7 +24,7 @@ export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConf
       maxPositions: 640,
       vocabSize: 600,
     },
-    warmstart: { ...base.warmstart, demoTasks: 12, steps: 3, batchSize: 8, evalEvery: 0 },
+    warmstart: { ...base.warmstart, demoTasks: 12, steps: 3, batchSize: 8, evalEvery: 0, framePolishSteps: 2 },
     stage1: { ...base.stage1, tasks: 2, samplesPerTask: 2, maxEnvSteps: 3, steps: 2, batchSize: 4 },
     stage2: {
       ...base.stage2,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
-import { frameWeights } from '../../../activities/core/warmstart.ts'
+import { frameWeights, warmstart } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
@@ -78,5 +78,30 @@ describe('supervisedTrain token weights', () => {
 
   it('rejects weights that do not match the response', async () => {
     await assert.rejects(firstLoss([{ context: [3, 4], response: [6, 7], weights: [1] }]), CorePhaseError)
+  })
+})
+
+describe('warmstart', () => {
+  it('behaviour-clones with weighted frames, then polishes the frame at full weight', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const config = microConfig()
+      if (config.model.kind !== 'builtin' || !config.warmstart) throw new Error('micro config is built-in')
+      const r = await warmstart(engine, {
+        env: config.env,
+        model: config.model,
+        prompt: config.prompt,
+        warmstart: config.warmstart,
+        evaluation: config.evaluation,
+        seed: config.seed,
+      })
+      assert.equal(r.stats.steps, config.warmstart.steps)
+      assert.equal(r.stats.polishSteps, 2)
+      assert.ok(r.stats.polishLoss !== null && Number.isFinite(r.stats.polishLoss))
+      // the polish loss is the plain token mean, dominated by the frame the weighted pass barely trained
+      assert.ok(r.stats.polishLoss > 0)
+    } finally {
+      await engine.close()
+    }
   })
 })

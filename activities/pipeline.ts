@@ -24,6 +24,8 @@ import {
   annotateWithOracle,
   checkpointCodec,
   evaluate,
+  evaluationSeed,
+  evaluationSkills,
   loadPolicy,
   type Policy,
   type RolloutTrajectory,
@@ -50,6 +52,7 @@ import type {
 } from './pipeline-types.ts'
 import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
 import { decodeRescore, encodeRescore } from './rescore-format.ts'
+import { parseSkillLines, readSkillLibrary } from './skill-library.ts'
 
 export interface PipelineDeps {
   store: ArtifactStore
@@ -135,6 +138,7 @@ function fatal(message: string, type: string): ApplicationFailure {
 const FAILURE_TYPE = new Map([
   ['SyntaxError', 'CorruptArtifact'],
   ['RescoreFormatError', 'CorruptArtifact'],
+  ['LibraryMissingError', 'LibraryMissing'],
 ])
 
 /** Every 10 s, or four times per heartbeat timeout when that is shorter (a short timeout must still be met). */
@@ -313,32 +317,12 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   }
 
   async function skillsOf(ref: ArtifactRef): Promise<SkillRecord[]> {
-    const text = (await store.get(ref.key)).toString('utf8')
-    return text
-      .split('\n')
-      .filter((l) => l.length > 0)
-      .map((l, i) => {
-        try {
-          return JSON.parse(l) as SkillRecord
-        } catch (error) {
-          throw fatal(`${ref.key}: line ${i + 1} is not JSON (${(error as Error).message})`, 'CorruptArtifact')
-        }
-      })
+    return parseSkillLines((await store.get(ref.key)).toString('utf8'), ref.key)
   }
 
   /** The Stage 1 skills (parsed annotations), for rows that read the library. */
-  async function libraryOf(run: RunRef, algorithm: string): Promise<{ skills: string[]; sha256: string }> {
-    const key = keys.sftAnnotations(run.runId)
-    const head = await store.head(key)
-    if (!head) {
-      throw fatal(
-        `algorithm ${algorithm} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
-        'LibraryMissing',
-      )
-    }
-    const skills = (await skillsOf(refOf(head))).filter((s) => s.ok && s.skill).map((s) => s.skill as string)
-    if (skills.length === 0) throw fatal(`${key} holds no parsed skill`, 'LibraryMissing')
-    return { skills, sha256: head.sha256 }
+  function libraryOf(run: RunRef, algorithm: string): Promise<{ skills: string[]; sha256: string }> {
+    return readSkillLibrary(store, run.runId, algorithm)
   }
 
   /** Seeded uniform retrieval from the library, as runIteration does it. */
@@ -837,8 +821,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           async () => {
             const { policy } = await policyOf(checkpoint)
             const e = config.evaluation
-            const seed = mixSeed(config.seed, 0xe7a1)
-            const pick = library ? picker(library.skills, mixSeed(seed, 1)) : null
+            const seed = evaluationSeed(config.seed)
             const r = await evaluate(policy, {
               env: config.env,
               split: e.split,
@@ -848,15 +831,30 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               maxEnvSteps: e.maxEnvSteps,
               prompt: config.prompt,
               seed,
-              ...(pick ? { skills: Array.from({ length: e.tasks }, () => pick()) } : {}),
+              ...(library ? { skills: evaluationSkills(library.skills, e.tasks, seed) } : {}),
+              onProgress: (finished, episodes) => heartbeat({ phase: 'evaluate', step: finished, steps: episodes }),
             })
             const key = stage === null ? keys.evaluation(run.runId, iteration) : keys.stageEvaluation(run.runId, stage)
-            const info = await putJson(store, key, { label, iteration, checkpoint, ...r })
+            // the per-task records go to the stored evaluation; the workflow gets the summary only
+            const info = await putJson(store, key, {
+              label,
+              iteration,
+              checkpoint,
+              env: config.env,
+              split: e.split,
+              seeds: { from: e.seedStart, to: e.seedStart + e.tasks },
+              temperature: e.temperature,
+              ...r,
+            })
+            const a = r.aggregates
             return {
               outputs: { evaluation: info },
               stats: {
                 success: r.successRate,
                 standardError: r.standardError,
+                ...(a.success.low !== null && a.success.high !== null
+                  ? { successLow: a.success.low, successHigh: a.success.high }
+                  : {}),
                 macroSuccess: r.macroSuccessRate,
                 meanScore: r.meanScore,
                 meanLength: r.meanLength,

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
+import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
 import { runCommand, workerCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 
@@ -39,6 +40,49 @@ program
     'print the seedRun workflow input { runId, config } instead, for `temporal workflow start --input-file`',
   )
   .action(configCommand)
+
+function nonNegativeInt(value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`)
+  return n
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`not a positive number: ${value}`)
+  return n
+}
+
+program
+  .command('eval')
+  .description(
+    'evaluate a checkpoint on held-out tasks without a Temporal server: prints success per family and overall, ' +
+      'macro average, mean score, mean episode length and invalid rate with 95% intervals',
+  )
+  .argument(
+    '[checkpoint]',
+    'a checkpoint folder (ours or a Hugging Face one), or a store key prefix ending in checkpoint/',
+  )
+  .option('--run <id>', "a run's checkpoint (with --iteration); the run's prompt settings and evaluation seeds")
+  .option('--iteration <k>', 'with --run: iteration k (the checkpoint it wrote), base, stage1 or final (default final)')
+  .option('--env <name>', "environment (default: the run's; required for a checkpoint outside any run)")
+  .option('--split <split>', EVAL_SPLITS.join(' | '), 'test-seen')
+  .option(
+    '--seeds <from:to>',
+    "task seeds, half-open: 0:100 is seeds 0 … 99 (default: the run's evaluation range, else 0:500)",
+  )
+  .option('--episodes <n>', 'evaluate n tasks, seeds 0 … n-1 (instead of --seeds)', positiveInt)
+  .option('--temperature <t>', 'sampling temperature', positiveNumber, 0.4)
+  .option(
+    '--algorithm-row <row>',
+    "the row whose evaluation prompt is used; skill-prompt and skill-grpo put a Stage 1 library skill in it (needs the run's annotations) (default: the run's row)",
+  )
+  .option('--seed <n>', "root seed of the sampling (default: the run's or the preset's seed)", nonNegativeInt)
+  .option('--out <file>', 'write the JSON report: {checkpoint, env, split, seeds, temperature, tasks, aggregates, ...}')
+  .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core; 1 is bit-reproducible)', positiveInt)
+  .action(async (checkpoint, options) => {
+    await evalCommand(checkpoint, options)
+  })
 
 program
   .command('worker')

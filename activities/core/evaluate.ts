@@ -1,7 +1,11 @@
 // Evaluation (reference section 8): held-out tasks (a split and a seed range), one sample each, sampled at the
-// evaluation temperature (0.4, not greedy), no skill in the prompt unless the row evaluates with one.
+// evaluation temperature (0.4, not greedy), no skill in the prompt unless the row evaluates with one. The one
+// evaluation behind the `evaluate` activity and `seedflow eval`.
+
+import { mixSeed, mulberry32 } from '../../envs/rng.ts'
 import type { Split } from '../../envs/types.ts'
 import type { PromptSettings, RunEnvName } from '../../seed/config.ts'
+import { aggregateEvaluation, type EvaluationAggregates, type EvaluationTaskRecord } from './evaluation-stats.ts'
 import type { Policy } from './policy.ts'
 import { rollout } from './rollout.ts'
 
@@ -18,6 +22,8 @@ export interface EvaluateInput {
   /** A skill per task (rows that evaluate with a library skill), else none. */
   skills?: readonly (string | null)[]
   maxBatch?: number
+  /** Episodes finished so far, after every generate call. */
+  onProgress?: (finished: number, episodes: number) => void
 }
 
 export interface EvaluationResult {
@@ -32,6 +38,21 @@ export interface EvaluationResult {
   /** Mean of the per-family success rates. */
   macroSuccessRate: number
   seconds: number
+  /** One record per task, in seed order. */
+  records: EvaluationTaskRecord[]
+  /** The same numbers with 95% intervals (evaluation-stats.ts). */
+  aggregates: EvaluationAggregates
+}
+
+/** The sampling seed of a run's evaluations, from the run's root seed (activity and CLI alike). */
+export function evaluationSeed(rootSeed: number): number {
+  return mixSeed(rootSeed, 0xe7a1)
+}
+
+/** A library skill per task, drawn uniformly with a stream seeded from the evaluation seed. */
+export function evaluationSkills(library: readonly string[], tasks: number, seed: number): string[] {
+  const rng = mulberry32(mixSeed(seed, 1))
+  return Array.from({ length: tasks }, () => library[Math.floor(rng.next() * library.length)] as string)
 }
 
 export async function evaluate(policy: Policy, input: EvaluateInput): Promise<EvaluationResult> {
@@ -46,28 +67,31 @@ export async function evaluate(policy: Policy, input: EvaluateInput): Promise<Ev
     seed: input.seed,
     ...(input.skills ? { actingSkills: input.skills } : {}),
     ...(input.maxBatch ? { maxBatch: input.maxBatch } : {}),
+    ...(input.onProgress ? { onProgress: input.onProgress } : {}),
   })
-  const families = new Map<string, { tasks: number; won: number }>()
-  for (const t of r.trajectories) {
-    const f = families.get(t.trajectory.info.family) ?? { tasks: 0, won: 0 }
-    f.tasks++
-    if (t.won) f.won++
-    families.set(t.trajectory.info.family, f)
-  }
-  const perFamily = Object.fromEntries(
-    [...families].map(([name, f]) => [name, { tasks: f.tasks, successRate: f.won / f.tasks }]),
-  )
-  const rates = Object.values(perFamily).map((f) => f.successRate)
-  const p = r.stats.successRate
+  const records: EvaluationTaskRecord[] = r.trajectories.map((t) => ({
+    seed: t.task.seed,
+    family: t.trajectory.info.family,
+    success: t.won,
+    score: t.score,
+    steps: t.steps.length,
+    invalidSteps: t.steps.filter((s) => !s.valid).length,
+  }))
+  const aggregates = aggregateEvaluation(records)
+  const p = aggregates.success.value
   return {
-    tasks: r.stats.episodes,
+    tasks: records.length,
     successRate: p,
-    standardError: Math.sqrt((p * (1 - p)) / Math.max(1, r.stats.episodes)),
-    meanScore: r.stats.meanScore,
-    meanLength: r.stats.meanLength,
-    invalidRate: r.stats.invalidRate,
-    perFamily,
-    macroSuccessRate: rates.length === 0 ? 0 : rates.reduce((a, b) => a + b, 0) / rates.length,
+    standardError: Math.sqrt((p * (1 - p)) / Math.max(1, records.length)),
+    meanScore: aggregates.score.value,
+    meanLength: aggregates.length.value,
+    invalidRate: aggregates.invalidRate.value,
+    perFamily: Object.fromEntries(
+      Object.entries(aggregates.perFamily).map(([name, f]) => [name, { tasks: f.tasks, successRate: f.success.value }]),
+    ),
+    macroSuccessRate: aggregates.macroSuccess.value,
     seconds: r.stats.seconds,
+    records,
+    aggregates,
   }
 }

@@ -10,7 +10,20 @@ export {
   oracleAnswer,
   type SkillRecord,
 } from './analyze.ts'
-export { type EvaluateInput, type EvaluationResult, evaluate } from './evaluate.ts'
+export {
+  type EvaluateInput,
+  type EvaluationResult,
+  evaluate,
+  evaluationSeed,
+  evaluationSkills,
+} from './evaluate.ts'
+export {
+  aggregateEvaluation,
+  type Estimate,
+  type EvaluationAggregates,
+  type EvaluationTaskRecord,
+  type FamilyAggregate,
+} from './evaluation-stats.ts'
 export {
   type IterationInput,
   type IterationModels,

@@ -59,6 +59,8 @@ export interface RolloutInput {
   actingSkills?: readonly (string | null)[]
   /** Most episodes per generate call (default: all live episodes). */
   maxBatch?: number
+  /** Called after every generate call with the episodes finished so far (progress lines, heartbeats). */
+  onProgress?: (finished: number, episodes: number) => void
 }
 
 export interface RolloutStats {
@@ -172,6 +174,10 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
           historyDropped: p.fit.dropped,
         })
       })
+      input.onProgress?.(
+        all.filter((e) => e.episode.done || e.episode.stepCount >= input.maxEnvSteps).length,
+        all.length,
+      )
     }
   }
   for (const e of all) {

@@ -1,0 +1,42 @@
+// The Stage 1 skill library (the parsed annotations of runs/{run}/sft/annotations.jsonl), which rows with a
+// library skill read: the pipeline's phases and `seedflow eval --algorithm-row` alike.
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { keys } from '../store/keys.ts'
+import type { SkillRecord } from './core/index.ts'
+
+export class LibraryMissingError extends Error {
+  override name = 'LibraryMissingError'
+}
+
+/** A JSON-lines file of skill records; a line that is not JSON throws a SyntaxError naming the key and line. */
+export function parseSkillLines(text: string, key: string): SkillRecord[] {
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as SkillRecord
+      } catch (error) {
+        throw new SyntaxError(`${key}: line ${i + 1} is not JSON (${(error as Error).message})`)
+      }
+    })
+}
+
+/** The run's parsed Stage 1 skills and the annotations' sha256; LibraryMissingError when there are none. */
+export async function readSkillLibrary(
+  store: ArtifactStore,
+  runId: string,
+  algorithm: string,
+): Promise<{ skills: string[]; sha256: string }> {
+  const key = keys.sftAnnotations(runId)
+  const head = await store.head(key)
+  if (!head) {
+    throw new LibraryMissingError(
+      `algorithm ${algorithm} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
+    )
+  }
+  const records = parseSkillLines((await store.get(key)).toString('utf8'), key)
+  const skills = records.filter((s) => s.ok && s.skill).map((s) => s.skill as string)
+  if (skills.length === 0) throw new LibraryMissingError(`${key} holds no parsed skill`)
+  return { skills, sha256: head.sha256 }
+}

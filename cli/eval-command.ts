@@ -1,0 +1,395 @@
+// `seedflow eval`: evaluates one checkpoint (a folder, a store key, or a run's iteration) on held-out tasks
+// without a Temporal server, through the same core `evaluate` as the `evaluate` activity, and prints a table
+// whose numbers are the JSON's.
+import { stat, writeFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { loadCheckpoint } from '../activities/checkpoint-store.ts'
+import {
+  type Estimate,
+  type EvaluationAggregates,
+  type EvaluationTaskRecord,
+  evaluate,
+  evaluationSeed,
+  evaluationSkills,
+  loadPolicy,
+} from '../activities/core/index.ts'
+import { readSkillLibrary } from '../activities/skill-library.ts'
+import { createLocalEngine } from '../engine/index.ts'
+import { localPaths } from '../infra/local-stack.ts'
+import type { Checkpoint } from '../policy/checkpoint.ts'
+import { importHuggingFaceFolder } from '../policy/hf-import.ts'
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
+import {
+  cpuSokobanPreset,
+  ENV_STEP_CAPS,
+  type PromptSettings,
+  paperPreset,
+  parseRunConfig,
+  RUN_ENV_NAMES,
+  type RunConfig,
+  type RunEnvName,
+} from '../seed/config.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { storeFromEnv } from '../store/from-env.ts'
+import { getJson } from '../store/json.ts'
+import { assertValidRunId, keys } from '../store/keys.ts'
+
+export const EVAL_SPLITS = ['validation', 'test-seen', 'test-unseen'] as const
+type EvalSplit = (typeof EVAL_SPLITS)[number]
+
+export interface EvalOptions {
+  run?: string
+  iteration?: string
+  env?: string
+  split: string
+  seeds?: string
+  episodes?: number
+  temperature: number
+  algorithmRow?: string
+  out?: string
+  threads?: number
+  seed?: number
+}
+
+/** A bad flag or an unknown checkpoint, run or iteration: the CLI prints the message and exits 1. */
+export class EvalInputError extends Error {
+  override name = 'EvalInputError'
+}
+
+/** Where the evaluated checkpoint came from, as the JSON records it. */
+export interface EvalCheckpointSource {
+  kind: 'folder' | 'store'
+  /** The folder (absolute) or the store key prefix (ending in '/'). */
+  location: string
+  /** The run and the `--iteration` value, when the checkpoint belongs to a run. */
+  run?: string
+  iteration?: string
+}
+
+export interface EvalReport {
+  checkpoint: EvalCheckpointSource
+  env: RunEnvName
+  split: EvalSplit
+  /** Task seeds [from, to): half-open. */
+  seeds: { from: number; to: number }
+  temperature: number
+  /** The row whose evaluation skill was used (null: no skill in the prompt). */
+  algorithmRow: AlgorithmName | null
+  /** Where the prompt settings and the step cap came from: `run <id>` or `preset <name>`. */
+  settings: { source: string; prompt: PromptSettings; maxEnvSteps: number }
+  samplingSeed: number
+  tasks: EvaluationTaskRecord[]
+  aggregates: EvaluationAggregates
+  seconds: number
+}
+
+interface Resolved {
+  source: EvalCheckpointSource
+  load(): Promise<Checkpoint>
+  /** The run's id and validated config when the checkpoint belongs to a run. */
+  run?: { id: string; config: RunConfig }
+}
+
+/** `<from>:<to>`, half-open: `0:100` is seeds 0 … 99. */
+export function parseSeedRange(text: string): { from: number; to: number } {
+  const m = /^(\d+):(\d+)$/.exec(text.trim())
+  const from = m ? Number(m[1]) : Number.NaN
+  const to = m ? Number(m[2]) : Number.NaN
+  if (!m || !Number.isSafeInteger(from) || !Number.isSafeInteger(to) || to <= from) {
+    throw new EvalInputError(
+      `bad seed range ${JSON.stringify(text)}: use <from>:<to> with from < to (half-open: 0:100 is seeds 0 … 99)`,
+    )
+  }
+  return { from, to }
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+async function runConfigOf(store: ArtifactStore, runId: string): Promise<RunConfig> {
+  try {
+    assertValidRunId(runId)
+  } catch (error) {
+    throw new EvalInputError((error as Error).message)
+  }
+  const key = keys.runRecord(runId)
+  if (!(await store.head(key))) throw new EvalInputError(`unknown run ${runId}: no ${key} in ${store.location}`)
+  const record = (await getJson(store, key)) as { config?: unknown }
+  const parsed = parseRunConfig(record.config)
+  if (!parsed.ok)
+    throw new EvalInputError(`run ${runId}: ${key} holds an invalid config: ${parsed.problems.join('; ')}`)
+  return parsed.config
+}
+
+/** The latest attempt of iteration k's checkpoint folder (a recomputed update writes beside the first). */
+async function iterationCheckpoint(store: ArtifactStore, runId: string, k: number): Promise<string | undefined> {
+  let found: string | undefined
+  for (let attempt = 0; ; attempt++) {
+    const model = keys.checkpoint(runId, k, 'model.safetensors', attempt)
+    if (!(await store.head(model))) return found
+    found = model.slice(0, -'model.safetensors'.length)
+  }
+}
+
+/** The checkpoint prefix of `--iteration` (k, base, stage1 or final) in run `runId`. */
+async function runCheckpoint(store: ArtifactStore, runId: string, config: RunConfig, iteration: string) {
+  const folder = (modelKey: string) => modelKey.slice(0, -'model.safetensors'.length)
+  const exists = async (prefix: string) => (await store.head(`${prefix}model.safetensors`)) !== undefined
+  const base = folder(keys.baseCheckpoint(runId, 'model.safetensors'))
+  const stage1 = folder(keys.sftCheckpoint(runId, 'model.safetensors'))
+  if (iteration === 'base' || iteration === 'stage1') {
+    const prefix = iteration === 'base' ? base : stage1
+    if (!(await exists(prefix)))
+      throw new EvalInputError(
+        `run ${runId} (algorithm ${config.algorithm}) has no ${iteration} checkpoint: ${prefix} is missing`,
+      )
+    return prefix
+  }
+  if (iteration === 'final') {
+    for (let k = config.stage2.iterations - 1; k >= 0; k--) {
+      const prefix = await iterationCheckpoint(store, runId, k)
+      if (prefix) return prefix
+    }
+    for (const prefix of [stage1, base]) if (await exists(prefix)) return prefix
+    throw new EvalInputError(`run ${runId} has no checkpoint yet (not even ${base})`)
+  }
+  const k = /^\d+$/.test(iteration) ? Number(iteration) : Number.NaN
+  if (!Number.isSafeInteger(k) || k > 9999)
+    throw new EvalInputError(`unknown iteration ${JSON.stringify(iteration)}: use a number k, base, stage1 or final`)
+  const prefix = await iterationCheckpoint(store, runId, k)
+  if (!prefix) {
+    throw new EvalInputError(
+      `run ${runId} has no checkpoint of iteration ${k}: ${keys.iterationPrefix(runId, k)}checkpoint/ is missing ` +
+        `(the run plans ${config.stage2.iterations} iterations, 0 … ${config.stage2.iterations - 1})`,
+    )
+  }
+  return prefix
+}
+
+/** The run id of a key under runs/<id>/, if any. */
+function runOfKey(key: string): string | undefined {
+  return /^runs\/([^/]+)\//.exec(key)?.[1]
+}
+
+async function resolveCheckpoint(
+  checkpoint: string | undefined,
+  options: EvalOptions,
+  store: () => ArtifactStore,
+): Promise<Resolved> {
+  if (options.run !== undefined) {
+    if (checkpoint !== undefined)
+      throw new EvalInputError('give either a checkpoint (folder or key) or --run <id> --iteration <k>, not both')
+    const s = store()
+    const config = await runConfigOf(s, options.run)
+    const iteration = options.iteration ?? 'final'
+    const prefix = await runCheckpoint(s, options.run, config, iteration)
+    return {
+      source: { kind: 'store', location: prefix, run: options.run, iteration },
+      load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,
+      run: { id: options.run, config },
+    }
+  }
+  if (options.iteration !== undefined) throw new EvalInputError('--iteration needs --run <id>')
+  if (checkpoint === undefined)
+    throw new EvalInputError('give a checkpoint (a folder or a store key ending in checkpoint/) or --run <id>')
+  if (await isFolder(checkpoint)) {
+    const dir = resolve(checkpoint)
+    return {
+      source: { kind: 'folder', location: dir },
+      load: async () => (await importHuggingFaceFolder(dir)).checkpoint,
+    }
+  }
+  const prefix = checkpoint.endsWith('/') ? checkpoint : `${checkpoint}/`
+  if (!/(^|\/)checkpoint(\.attempt-\d+)?\/$/.test(prefix))
+    throw new EvalInputError(
+      `no checkpoint ${JSON.stringify(checkpoint)}: not a folder, and not a store key ending in checkpoint/`,
+    )
+  const s = store()
+  if (!(await s.head(`${prefix}model.safetensors`)))
+    throw new EvalInputError(`no checkpoint at ${prefix} in ${s.location} (${prefix}model.safetensors is missing)`)
+  const runId = runOfKey(prefix)
+  const resolved: Resolved = {
+    source: { kind: 'store', location: prefix, ...(runId ? { run: runId } : {}) },
+    load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,
+  }
+  if (runId) resolved.run = { id: runId, config: await runConfigOf(s, runId) }
+  return resolved
+}
+
+/** Prompt settings and step cap of a checkpoint outside any run: the env's preset for its kind of model. */
+function presetSettings(env: RunEnvName, builtin: boolean, location: string) {
+  if (builtin) {
+    const cpu = cpuSokobanPreset()
+    return env === 'sokoban'
+      ? { source: 'preset cpu-sokoban', prompt: cpu.prompt, maxEnvSteps: cpu.evaluation.maxEnvSteps }
+      : {
+          source: `preset cpu-sokoban (prompt settings), ${env}'s step cap`,
+          prompt: cpu.prompt,
+          maxEnvSteps: ENV_STEP_CAPS[env],
+        }
+  }
+  const paper = paperPreset(env, location)
+  return { source: `preset paper-${env}`, prompt: paper.prompt, maxEnvSteps: paper.evaluation.maxEnvSteps }
+}
+
+const pct = (x: number | null) => (x === null ? '   n/a' : `${(100 * x).toFixed(1)}%`)
+const num = (x: number | null, digits: number) => (x === null ? 'n/a' : x.toFixed(digits))
+
+function ciText(e: Estimate, format: (x: number | null) => string): string {
+  return e.low === null || e.high === null ? '' : `[${format(e.low)}, ${format(e.high)}]`
+}
+
+/** The table `seedflow eval` prints: success per family and overall, macro average, score, length, invalid rate. */
+export function formatEvaluationTable(a: EvaluationAggregates): string {
+  const rows: Array<[string, string, string, string]> = [['', 'tasks', 'value', '95% CI']]
+  for (const [family, f] of Object.entries(a.perFamily))
+    rows.push([`success ${family}`, String(f.tasks), pct(f.success.value), ciText(f.success, pct)])
+  rows.push(['success overall', String(a.tasks), pct(a.success.value), ciText(a.success, pct)])
+  rows.push(['success macro', String(a.tasks), pct(a.macroSuccess.value), ciText(a.macroSuccess, pct)])
+  const d3 = (x: number | null) => num(x, 3)
+  const d2 = (x: number | null) => num(x, 2)
+  rows.push(['mean score', String(a.tasks), d3(a.score.value), ciText(a.score, d3)])
+  rows.push(['mean length', String(a.tasks), d2(a.length.value), ciText(a.length, d2)])
+  rows.push(['invalid rate', String(a.tasks), pct(a.invalidRate.value), ciText(a.invalidRate, pct)])
+  const width = (i: 0 | 1 | 2) => Math.max(...rows.map((r) => r[i].length))
+  const [w0, w1, w2] = [width(0), width(1), width(2)]
+  return rows
+    .map(([label, tasks, value, ci]) =>
+      `  ${label.padEnd(w0)}  ${tasks.padStart(w1)}  ${value.padStart(w2)}  ${ci}`.trimEnd(),
+    )
+    .join('\n')
+}
+
+export interface EvalIo {
+  out(text: string): void
+  err(text: string): void
+}
+
+const STDIO: EvalIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+}
+
+export async function evalCommand(
+  checkpoint: string | undefined,
+  options: EvalOptions,
+  io: EvalIo = STDIO,
+): Promise<EvalReport> {
+  if (!(EVAL_SPLITS as readonly string[]).includes(options.split))
+    throw new EvalInputError(`unknown split ${JSON.stringify(options.split)}; one of ${EVAL_SPLITS.join(', ')}`)
+  const split = options.split as EvalSplit
+  if (options.env !== undefined && !(RUN_ENV_NAMES as readonly string[]).includes(options.env))
+    throw new EvalInputError(`unknown env ${JSON.stringify(options.env)}; one of ${RUN_ENV_NAMES.join(', ')}`)
+  if (options.seeds !== undefined && options.episodes !== undefined)
+    throw new EvalInputError('give --seeds <from>:<to> or --episodes <n>, not both')
+  const range = options.seeds !== undefined ? parseSeedRange(options.seeds) : undefined
+  if (options.algorithmRow !== undefined && !(ALGORITHM_NAMES as string[]).includes(options.algorithmRow))
+    throw new EvalInputError(
+      `unknown algorithm row ${JSON.stringify(options.algorithmRow)}; one of ${ALGORITHM_NAMES.join(', ')}`,
+    )
+  if (!(options.temperature > 0)) throw new EvalInputError(`--temperature must be positive, got ${options.temperature}`)
+
+  let store: ArtifactStore | undefined
+  const storeOnce = () => {
+    store ??= storeFromEnv(localPaths().artifacts)
+    return store
+  }
+  const resolved = await resolveCheckpoint(checkpoint, options, storeOnce)
+  const runConfig = resolved.run?.config
+  if (runConfig && options.env !== undefined && options.env !== runConfig.env)
+    throw new EvalInputError(
+      `--env ${options.env} does not match run ${resolved.run?.id}, which trained on ${runConfig.env}`,
+    )
+  const envName = (options.env ?? runConfig?.env) as RunEnvName | undefined
+  if (envName === undefined)
+    throw new EvalInputError(`give --env (${RUN_ENV_NAMES.join(', ')}): the checkpoint belongs to no run`)
+
+  const rowName = (options.algorithmRow ?? runConfig?.algorithm) as AlgorithmName | undefined
+  const row = rowName ? ALGORITHMS[rowName] : undefined
+  if (row?.evaluationSkill === 'library' && !resolved.run)
+    throw new EvalInputError(
+      `--algorithm-row ${rowName} puts Stage 1 library skills in the evaluation prompt, which needs a run's ` +
+        'annotations: give --run <id> (or a checkpoint key under runs/<id>/)',
+    )
+
+  const ckpt = await resolved.load()
+  const settings = runConfig
+    ? { source: `run ${resolved.run?.id}`, prompt: runConfig.prompt, maxEnvSteps: runConfig.evaluation.maxEnvSteps }
+    : presetSettings(envName, ckpt.tokenizerConfig === undefined, resolved.source.location)
+  const seeds =
+    range ??
+    (options.episodes !== undefined
+      ? { from: 0, to: options.episodes }
+      : runConfig
+        ? { from: runConfig.evaluation.seedStart, to: runConfig.evaluation.seedStart + runConfig.evaluation.tasks }
+        : { from: 0, to: cpuSokobanPreset().evaluation.tasks })
+  const tasks = seeds.to - seeds.from
+  const samplingSeed = evaluationSeed(options.seed ?? runConfig?.seed ?? cpuSokobanPreset().seed)
+  const library =
+    row?.evaluationSkill === 'library' && resolved.run
+      ? await readSkillLibrary(storeOnce(), resolved.run.id, rowName as string)
+      : null
+
+  const where = resolved.source.run
+    ? `run ${resolved.source.run}${resolved.source.iteration ? ` iteration ${resolved.source.iteration}` : ''} (${resolved.source.location})`
+    : resolved.source.location
+  io.err(
+    `seedflow: evaluating ${where} on ${envName} ${split}, seeds ${seeds.from}:${seeds.to} (${tasks} tasks), ` +
+      `temperature ${options.temperature}, ${library ? `library skills of row ${rowName}` : 'no skill in the prompt'}; ` +
+      `prompt settings from ${settings.source}\n`,
+  )
+  const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
+  const policy = loadPolicy(engine, ckpt)
+  const started = performance.now()
+  let lastLine = started
+  let result: Awaited<ReturnType<typeof evaluate>>
+  try {
+    result = await evaluate(policy, {
+      env: envName,
+      split,
+      seedStart: seeds.from,
+      tasks,
+      temperature: options.temperature,
+      maxEnvSteps: settings.maxEnvSteps,
+      prompt: settings.prompt,
+      seed: samplingSeed,
+      ...(library ? { skills: evaluationSkills(library.skills, tasks, samplingSeed) } : {}),
+      onProgress: (finished, episodes) => {
+        const now = performance.now()
+        if (now - lastLine < 5000) return
+        lastLine = now
+        io.err(`seedflow: ${finished}/${episodes} episodes finished (${((now - started) / 1000).toFixed(0)} s)\n`)
+      },
+    })
+  } finally {
+    await policy.model.release()
+    await engine.close()
+  }
+  const report: EvalReport = {
+    checkpoint: resolved.source,
+    env: envName,
+    split,
+    seeds,
+    temperature: options.temperature,
+    algorithmRow: library ? (rowName as AlgorithmName) : null,
+    settings,
+    samplingSeed,
+    tasks: result.records,
+    aggregates: result.aggregates,
+    seconds: result.seconds,
+  }
+  io.out(
+    `\n${envName} ${split}, seeds ${seeds.from}:${seeds.to}, temperature ${options.temperature} ` +
+      `(prompt settings from ${settings.source}):\n${formatEvaluationTable(result.aggregates)}\n\n`,
+  )
+  if (options.out) {
+    await writeFile(options.out, `${JSON.stringify(report, null, 2)}\n`)
+    io.out(`seedflow: wrote ${options.out}\n`)
+  }
+  return report
+}

@@ -4,7 +4,7 @@ import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadPolicy, type Policy, warmstart } from '../../../activities/core/index.ts'
+import { loadPolicy, type Policy, type WarmstartResult, warmstart } from '../../../activities/core/index.ts'
 import type { Engine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { cpuSokobanPreset, type RunConfig, runConfig } from '../../../seed/config.ts'
@@ -40,10 +40,10 @@ export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConf
   })
 }
 
-/** The micro warm-start checkpoint (deterministic: one thread, fixed seeds). */
-export async function microCheckpoint(engine: Engine, config = microConfig()): Promise<Checkpoint> {
+/** The micro warm-start (deterministic: one thread, fixed seeds). */
+export async function microWarmstart(engine: Engine, config = microConfig()): Promise<WarmstartResult> {
   if (config.model.kind !== 'builtin' || !config.warmstart) throw new Error('micro config is built-in')
-  const r = await warmstart(engine, {
+  return warmstart(engine, {
     env: config.env,
     model: config.model,
     prompt: config.prompt,
@@ -51,7 +51,11 @@ export async function microCheckpoint(engine: Engine, config = microConfig()): P
     evaluation: config.evaluation,
     seed: config.seed,
   })
-  return r.checkpoint
+}
+
+/** The micro warm-start checkpoint. */
+export async function microCheckpoint(engine: Engine, config = microConfig()): Promise<Checkpoint> {
+  return (await microWarmstart(engine, config)).checkpoint
 }
 
 export function microPolicy(engine: Engine, checkpoint: Checkpoint): Policy {

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
-import { frameWeights, warmstart } from '../../../activities/core/warmstart.ts'
+import { frameWeights } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
-import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microWarmstart } from './micro.ts'
 
 describe('frameWeights', () => {
   it('weighs the shared prefix and suffix of the responses as the frame', () => {
@@ -86,16 +86,8 @@ describe('warmstart', () => {
     const engine = createLocalEngine({ threads: 1 })
     try {
       const config = microConfig()
-      if (config.model.kind !== 'builtin' || !config.warmstart) throw new Error('micro config is built-in')
-      const r = await warmstart(engine, {
-        env: config.env,
-        model: config.model,
-        prompt: config.prompt,
-        warmstart: config.warmstart,
-        evaluation: config.evaluation,
-        seed: config.seed,
-      })
-      assert.equal(r.stats.steps, config.warmstart.steps)
+      const r = await microWarmstart(engine, config)
+      assert.equal(r.stats.steps, config.warmstart?.steps)
       assert.equal(r.stats.polishSteps, 2)
       assert.ok(r.stats.polishLoss !== null && Number.isFinite(r.stats.polishLoss))
       // the polish loss is the plain token mean, dominated by the frame the weighted pass barely trained

@@ -87,7 +87,7 @@ export function macroInterval(families: readonly { successes: number; tasks: num
 /**
  * Ratio R = Σ a_i / Σ b_i over episodes i (invalid steps over steps). Steps of one episode are not independent,
  * so the variance is the delta method's with episodes as clusters: Var(R) ≈ Σ (a_i − R b_i)² / (m (m − 1) b̄²),
- * m episodes, b̄ the mean of b. `n` of the estimate is Σ b_i.
+ * m episodes, b̄ the mean of b. `n` of the estimate is Σ b_i. At R = 0 or 1, the Wilson interval over episodes.
  */
 export function ratioInterval(pairs: readonly { a: number; b: number }[]): Estimate {
   const m = pairs.length
@@ -96,6 +96,9 @@ export function ratioInterval(pairs: readonly { a: number; b: number }[]): Estim
   if (B === 0) return { value: 0, low: null, high: null, n: 0 }
   const R = A / B
   if (m < 2) return { value: R, low: null, high: null, n: B }
+  // at 0 or 1 every term is 0 and the delta method claims certainty; bound it instead as if each episode were
+  // one observation (Wilson over m, wider than any bound over the steps)
+  if (A === 0 || A === B) return { ...wilson(A === 0 ? 0 : m, m), value: R, n: B }
   const bBar = B / m
   const variance = pairs.reduce((s, p) => s + (p.a - R * p.b) ** 2, 0) / (m * (m - 1) * bBar * bBar)
   const half = Z95 * Math.sqrt(variance)

@@ -68,6 +68,13 @@ describe('evaluation intervals', () => {
     )
   })
 
+  it('bounds a ratio of 0 or 1 by the Wilson interval over episodes, not a zero-width interval', () => {
+    const none = ratioInterval(Array.from({ length: 10 }, () => ({ a: 0, b: 12 })))
+    near(none, 0, 0, 0.27753) // Wilson 0 of 10
+    assert.equal(none.n, 120)
+    near(ratioInterval(Array.from({ length: 10 }, () => ({ a: 3, b: 3 }))), 1, 0.72247, 1)
+  })
+
   it('aggregates task records per family and overall', () => {
     const a = aggregateEvaluation([
       { seed: 0, family: 'x', success: true, score: 1, steps: 2, invalidSteps: 1 },

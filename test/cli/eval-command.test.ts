@@ -2,12 +2,10 @@
 // records sum to the aggregates), a run's checkpoint through a folder store, and every bad input rejected
 // with a clear message (exit code 1 from the binary).
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { saveCheckpoint } from '../../activities/checkpoint-store.ts'
 import { type EvalOptions, type EvalReport, evalCommand } from '../../cli/eval-command.ts'
 import { createLocalEngine } from '../../engine/index.ts'
@@ -16,25 +14,9 @@ import { FsArtifactStore } from '../../store/fs-store.ts'
 import { putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import { microCheckpoint, microConfig } from '../activities/core/micro.ts'
+import { seedflow } from './seedflow-process.ts'
 
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 const RUN = 'eval-run'
-
-function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.stderr.on('data', (d) => {
-      err += d
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, out, err }))
-  })
-}
 
 const quiet = { out: () => {}, err: () => {} }
 const defaults: EvalOptions = { split: 'test-seen', temperature: 0.4, threads: 1 }

@@ -2,32 +2,13 @@
 // folder store: a micro seedRun shows its progress and ends with the table of held-out success; a bad file is
 // rejected with every bad field before anything starts.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { microConfig } from '../activities/core/micro.ts'
+import { seedflow } from '../cli/seedflow-process.ts'
 import { testServers } from './servers.ts'
-
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
-
-function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.stderr.on('data', (d) => {
-      err += d
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, out, err }))
-  })
-}
 
 describe('seedflow run (CLI, real dev server, folder store)', () => {
   let dir: string

@@ -17,7 +17,6 @@ export function formatEvaluation(e: Evaluation): string {
   return `${percent(e.success)}${se} (${e.tasks} tasks)`
 }
 
-/** Heartbeat details of the activities a workflow is running now (those that reported any). */
 /** The workflow's description; undefined while it does not exist (yet). */
 async function describe(client: Client, workflowId: string): Promise<WorkflowExecutionDescription | undefined> {
   try {
@@ -28,6 +27,7 @@ async function describe(client: Client, workflowId: string): Promise<WorkflowExe
   }
 }
 
+/** Heartbeat details of the activities a workflow is running now (those that reported any). */
 async function pendingProgress(client: Client, workflowId: string): Promise<PhaseProgress[]> {
   const found: PhaseProgress[] = []
   for (const activity of (await describe(client, workflowId))?.raw.pendingActivities ?? []) {

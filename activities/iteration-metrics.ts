@@ -79,6 +79,8 @@ export const ITERATION_METRICS = {
   'rescore/teacher_blocks_dropped': sum('rescore', 'teacherBlocksDropped'),
   'rescore/teacher_prompts_failed': sum('rescore', 'teacherPromptsFailed'),
   'rescore/max_sampler_gap': max('rescore', 'maxSamplerGap'),
+  'rescore/teacher_gap_expert': weighted('rescore', 'teacherGapExpert', 'teacherGapExpertSamples'),
+  'rescore/teacher_gap_other': weighted('rescore', 'teacherGapOther', 'teacherGapOtherSamples'),
   'update/samples': sum('update', 'samples'),
   'update/mini_batches': sum('update', 'miniBatches'),
   'update/loss': weighted('update', 'loss', 'samples'),

@@ -21,21 +21,22 @@ import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
 import {
   analyze,
-  annotateWithOracle,
+  annotateStage1,
   checkpointCodec,
   evaluate,
   evaluationSeed,
   evaluationSkills,
   loadPolicy,
   type Policy,
+  type RescoreStats,
   type RolloutTrajectory,
   rawHindsightBlocks,
   rescore,
   rollout,
   type SkillRecord,
   sampleTasks,
-  sft,
   toCheckpoint,
+  trainStage1,
   update,
   warmstart,
 } from './core/index.ts'
@@ -184,6 +185,16 @@ function summaryOf<S extends Record<string, number>>(result: PhaseResult<S>): Ph
 }
 
 /** Only finite numbers survive into stats; a non-finite loss fails the phase for good. */
+/** The rescore's teacher gaps as manifest statistics (a mean without samples is 0 with weight 0). */
+function teacherGapStats(gap: RescoreStats['teacherGap']): Record<string, number> {
+  return {
+    teacherGapExpert: gap.expert ?? 0,
+    teacherGapExpertSamples: gap.expertSamples,
+    teacherGapOther: gap.other ?? 0,
+    teacherGapOtherSamples: gap.otherSamples,
+  }
+}
+
 function numericStats(values: Record<string, unknown>, lossNames: readonly string[] = []): Record<string, number> {
   const stats: Record<string, number> = {}
   for (const [name, value] of Object.entries(values)) {
@@ -259,10 +270,6 @@ async function folderHashes(folder: string): Promise<Record<string, string>> {
 }
 
 /** The root seed of Stage 1's rollouts and SFT (shared by `annotate`, so both write the same library). */
-function stage1Seed(config: RunConfig): number {
-  return mixSeed(config.seed, 0x57a1)
-}
-
 function oracleAnnotator(config: RunConfig): void {
   const kind = config.stage1.annotator.kind
   if (kind !== 'oracle') throw fatal(`stage1.annotator.kind ${kind} is not implemented; use oracle`, 'InvalidRunConfig')
@@ -356,6 +363,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         model,
         prompt: config.prompt,
         warmstart: settings,
+        analyzer: config.stage2.analyzer,
         evaluation: config.evaluation,
         seed: config.seed,
         onCheck: (check) =>
@@ -411,35 +419,18 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
    * Writes the Stage 1 trajectories and the annotations (the skill library).
    */
   async function annotateBase(run: RunRef, config: RunConfig, policy: Policy) {
-    const s1 = config.stage1
-    const seed = stage1Seed(config)
-    const rolled = await rollout(policy, {
-      env: config.env,
-      tasks: sampleTasks(config.env, 'train', s1.tasks, mixSeed(seed, 1)),
-      groupSize: s1.samplesPerTask,
-      maxEnvSteps: s1.maxEnvSteps,
-      temperature: s1.temperature,
-      prompt: config.prompt,
-      seed: mixSeed(seed, 2),
-    })
+    const annotated = await annotateStage1(policy, config)
     heartbeat()
-    const annotated = annotateWithOracle(config.env, policy.codec, policy.model.config.maxPositions, {
-      trajectories: rolled.trajectories,
-      prompt: config.prompt,
-      maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
-      maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
-      batchSize: 64,
-    })
-    const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(rolled.trajectories))
+    const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(annotated.trajectories))
     const annotations = await store.put(
       keys.sftAnnotations(run.runId),
       Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
     )
     return {
-      trajectories: rolled.trajectories,
+      trajectories: annotated.trajectories,
       skills: annotated.skills,
       outputs: { trajectories, annotations },
-      stats: { rolloutSuccess: rolled.stats.successRate, annotated: annotated.skills.filter((s) => s.ok).length },
+      stats: { rolloutSuccess: annotated.rollout.successRate, annotated: annotated.skills.filter((s) => s.ok).length },
     }
   }
 
@@ -522,12 +513,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           async () => {
             const { policy } = await policyOf(base)
             const annotation = await annotateBase(run, config, policy)
-            const trained = await sft(policy, {
-              skills: annotation.skills,
-              trajectories: annotation.trajectories,
-              settings: config.stage1,
-              seed: mixSeed(stage1Seed(config), 3),
-            })
+            const trained = await trainStage1(policy, annotation, config)
             const stats = {
               ...numericStats(trained as unknown as Record<string, unknown>, ['firstLoss', 'lastLoss']),
               ...annotation.stats,
@@ -753,6 +739,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
                 teacherBlocksDropped: fits.blockDropped,
                 teacherPromptsFailed: fits.failed,
                 maxSamplerGap: scored.stats.maxSamplerGap,
+                ...teacherGapStats(scored.stats.teacherGap),
                 seconds: scored.stats.seconds,
               },
             }

@@ -91,6 +91,13 @@ const Warmstart = z.object({
   formatTokenWeight: probability().default(1),
   /** Steps at full frame weight (and 0.3 × lr) after behaviour cloning, so the frame holds at temperature 1. */
   framePolishSteps: int(0).default(0),
+  /**
+   * Share of steps on analyzer demonstrations: the oracle's JSON answer to the analyzer prompt of each
+   * demonstration episode (the instruct prior a real model brings to Stage 1). 0: Stage 1 teaches it alone.
+   */
+  analyzerShare: probability().default(0),
+  /** Batch size of the analyzer steps (their sequences are ~5 times longer than an acting step's). */
+  analyzerBatchSize: positiveInt().default(32),
   /** Evaluate every this many steps on validation tasks and stop once `targetSuccess` is reached (0: never). */
   evalEvery: int(0),
   evalTasks: positiveInt(),
@@ -479,4 +486,17 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
     seed: 1,
     threads: 2,
   })
+}
+
+/** The CPU preset of `env` for the built-in tiny model; only environments with a tuned one. */
+export const CPU_PRESETS: Partial<Record<RunEnvName, (algorithm: AlgorithmName) => RunConfig>> = {
+  sokoban: cpuSokobanPreset,
+}
+
+export function cpuPreset(env: RunEnvName, algorithm: AlgorithmName = 'seed'): RunConfig {
+  const preset = CPU_PRESETS[env]
+  if (!preset) {
+    throw new Error(`no CPU preset for ${env} yet (CPU presets: ${Object.keys(CPU_PRESETS).join(', ')})`)
+  }
+  return preset(algorithm)
 }

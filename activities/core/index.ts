@@ -53,6 +53,7 @@ export {
   sampleTasks,
 } from './rollout.ts'
 export { type SftInput, type SftStats, sft, skillPairs } from './sft.ts'
+export { annotateStage1, type Stage1Annotation, stage1Seed, trainStage1 } from './stage1.ts'
 export {
   type ExamplePool,
   type SupervisedExample,

@@ -14,6 +14,8 @@ export interface ScoredSample {
   promptIds: number[]
   responseIds: number[]
   valid: boolean
+  /** Whether the step's action was the environment expert's (unknown for records from before it was kept). */
+  expert?: boolean
   /** The trajectory's episode reward (sum of environment rewards). */
   episodeReward: number
   /** Steps in the trajectory. */
@@ -46,6 +48,12 @@ export interface RescoreStats {
   teacherTruncation: FitTally
   /** Largest |log π_old − sampler log-prob| over all tokens: 0 up to float rounding when graphs agree. */
   maxSamplerGap: number
+  /**
+   * log π_teacher − log π_old of whole sampled responses, averaged over the teacher samples whose action was the
+   * environment expert's and over the others (a skill that carries hindsight raises the first and lowers the
+   * second); null where there is no such sample.
+   */
+  teacherGap: { expert: number | null; expertSamples: number; other: number | null; otherSamples: number }
   seconds: number
 }
 
@@ -82,6 +90,7 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
         promptIds: s.promptIds,
         responseIds: s.responseIds,
         valid: s.valid,
+        ...(s.expertAction === undefined ? {} : { expert: s.valid && s.action === s.expertAction }),
         episodeReward: t.totalReward,
         trajectoryLength: t.steps.length,
         old: new Float64Array(0),
@@ -122,8 +131,29 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
       teacherSamples: teacherItems.length,
       teacherTruncation: tallyFits(fits),
       maxSamplerGap,
+      teacherGap: teacherGap(samples),
       seconds: (performance.now() - started) / 1000,
     },
+  }
+}
+
+/** The mean teacher-minus-old log-prob of whole responses, for expert and for other actions. */
+function teacherGap(samples: readonly ScoredSample[]): RescoreStats['teacherGap'] {
+  const sums = { expert: [0, 0], other: [0, 0] }
+  for (const s of samples) {
+    if (!s.teacher || s.expert === undefined) continue
+    let gap = 0
+    for (let k = 0; k < s.teacher.length; k++) gap += s.teacher[k]! - s.old[k]!
+    const side = sums[s.expert ? 'expert' : 'other']
+    side[0]! += gap
+    side[1]! += 1
+  }
+  const mean = ([total, n]: number[]) => (n! > 0 ? total! / n! : null)
+  return {
+    expert: mean(sums.expert),
+    expertSamples: sums.expert[1]!,
+    other: mean(sums.other),
+    otherSamples: sums.other[1]!,
   }
 }
 

@@ -29,6 +29,8 @@ export interface RolloutStep {
   skill: string | null
   /** History entries the budget left out of the acting prompt. */
   historyDropped: number
+  /** The environment expert's action in the state the step was taken from (diagnostics: teacher gaps). */
+  expertAction: string
 }
 
 export interface RolloutTrajectory {
@@ -159,6 +161,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
         const gen = out.sequences[i]!
         const p = prompts[i]!
         const responseText = codec.decode(gen.tokens)
+        const expertAction = e.episode.expertAction()
         const result = e.episode.step(responseText)
         e.traj.steps.push({
           promptText: p.text,
@@ -172,6 +175,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
           reward: result.reward,
           skill: e.skill && !p.fit.blockDropped ? e.skill : null,
           historyDropped: p.fit.dropped,
+          expertAction,
         })
       })
       input.onProgress?.(

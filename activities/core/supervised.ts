@@ -19,6 +19,8 @@ export interface ExamplePool {
   name: string
   examples: readonly SupervisedExample[]
   share: number
+  /** Examples per step drawn from this pool; default the settings' batch size. */
+  batchSize?: number
 }
 
 export interface SupervisedSettings {
@@ -82,7 +84,7 @@ export async function supervisedTrain(
     // to its longest example
     const pool = pickPool(live, rng.next() * total)
     const batch: SupervisedExample[] = []
-    for (let i = 0; i < settings.batchSize; i++)
+    for (let i = 0; i < (pool.batchSize ?? settings.batchSize); i++)
       batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
     const tb = policy.model.tokenBatch(batch, 1)
     const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], weightedMask(batch, tb.T, tb.responseMask)) }

@@ -19,11 +19,11 @@ import type {
   RunEnvName,
   WarmstartConfig,
 } from '../../seed/config.ts'
-import { analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../../seed/index.ts'
+import { type AnalyzerEpisode, analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../../seed/index.ts'
 import { oracleAnswer } from './analyze.ts'
 import { evaluate } from './evaluate.ts'
-import { loadPolicy, type Policy } from './policy.ts'
-import { analyzerObservation, fitPrompt, stepPrompt } from './prompts.ts'
+import { CorePhaseError, loadPolicy, type Policy } from './policy.ts'
+import { analyzerObservation, fitAnalyzer, fitPrompt, stepPrompt } from './prompts.ts'
 import { type SupervisedExample, supervisedTrain } from './supervised.ts'
 
 export interface WarmstartInput {
@@ -34,6 +34,8 @@ export interface WarmstartInput {
   /** Early-stopping evaluations use its temperature and step cap, on the validation split. */
   evaluation: Pick<EvaluationConfig, 'temperature' | 'maxEnvSteps'>
   seed: number
+  /** The analyzer's prompt and answer budget, for the analyzer demonstrations (`warmstart.analyzerShare`). */
+  analyzer?: { maxPromptTokens: number; maxAnswerTokens: number }
   /** Told each validation check as it happens (progress for heartbeats and scripts). */
   onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
 }
@@ -45,6 +47,8 @@ export interface WarmstartStats {
   /** (prompt → action) pairs: plain, and with the oracle skill in the prompt. */
   plainPairs: number
   skillPairs: number
+  /** (analyzer prompt → oracle JSON) pairs, one per demonstration episode; 0 when `analyzerShare` is 0. */
+  analyzerPairs: number
   steps: number
   firstLoss: number
   lastLoss: number
@@ -69,6 +73,12 @@ interface Demo {
   block?: string
 }
 
+/** The analyzer's view of a demonstration episode and the oracle's JSON answer to it. */
+interface AnalyzerDemo {
+  episode: AnalyzerEpisode
+  answer: string
+}
+
 /** One demonstration episode; with `skill`, a clean expert solution whose prompt carries its oracle skill. */
 function demoEpisode(
   env: Env,
@@ -77,7 +87,7 @@ function demoEpisode(
   prompt: PromptSettings,
   rng: ReturnType<typeof mulberry32>,
   withSkill: boolean,
-): { demos: Demo[]; texts: string[] } {
+): { demos: Demo[]; texts: string[]; analysis: AnalyzerDemo } {
   const task = env.task('train', seed)
   const texts: string[] = []
   const episode = env.reset(task)
@@ -92,9 +102,8 @@ function demoEpisode(
   }
   const trajectory = episode.trajectory()
   const oracle = env.oracle(trajectory).output
-  // the analyzer's texts, so the tokenizer covers Stage 1's prompts and answers
-  texts.push(
-    analyzerPrompt({
+  const analysis: AnalyzerDemo = {
+    episode: {
       task: trajectory.taskText,
       outcome: episodeOutcome(trajectory.totalReward),
       steps: trajectory.steps.map((s) => ({
@@ -102,13 +111,15 @@ function demoEpisode(
         response: s.response,
         valid: s.valid,
       })),
-    }),
-    oracleAnswer(oracle),
-  )
-  if (!withSkill) return { demos, texts }
-  if (!trajectory.info.won) return { demos: [], texts }
+    },
+    answer: oracleAnswer(oracle),
+  }
+  // the analyzer's texts, so the tokenizer covers Stage 1's prompts and answers
+  texts.push(analyzerPrompt(analysis.episode), analysis.answer)
+  if (!withSkill) return { demos, texts, analysis }
+  if (!trajectory.info.won) return { demos: [], texts, analysis }
   const block = episodeSkillBlock(oracle.episode_skill)
-  return { demos: demos.map((d) => ({ ...d, block })), texts }
+  return { demos: demos.map((d) => ({ ...d, block })), texts, analysis }
 }
 
 /**
@@ -140,12 +151,14 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   const rng = mulberry32(mixSeed(input.seed, 0x5741))
   const plain: Demo[] = []
   const skilled: Demo[] = []
+  const analyses: AnalyzerDemo[] = []
   const corpus: string[] = []
   for (let i = 0; i < ws.demoTasks; i++) {
     const withSkill = rng.next() < ws.skillDemoShare
-    const { demos, texts } = demoEpisode(env, mixSeed(input.seed, i) % 2 ** 16, ws, input.prompt, rng, withSkill)
-    ;(withSkill ? skilled : plain).push(...demos)
-    corpus.push(...texts)
+    const episode = demoEpisode(env, mixSeed(input.seed, i) % 2 ** 16, ws, input.prompt, rng, withSkill)
+    ;(withSkill ? skilled : plain).push(...episode.demos)
+    analyses.push(episode.analysis)
+    corpus.push(...episode.texts)
   }
   const responses = new Map<string, string>()
   for (const d of [...plain, ...skilled]) responses.set(d.action, env.formatResponse(d.action))
@@ -195,10 +208,13 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   }
   const plainExamples = plain.map(toExample)
   const skillExamples = skilled.map(toExample)
+  const analyzerExamples = ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer) : []
+  const acting = 1 - ws.analyzerShare
   const pools = (frame: 'weighted' | 'full') =>
     [
-      { name: 'plain', examples: plainExamples, share: plain.length },
-      { name: 'skill', examples: skillExamples, share: skilled.length },
+      { name: 'plain', examples: plainExamples, share: (acting * plain.length) / (plain.length + skilled.length) },
+      { name: 'skill', examples: skillExamples, share: (acting * skilled.length) / (plain.length + skilled.length) },
+      { name: 'analyzer', examples: analyzerExamples, share: ws.analyzerShare, batchSize: ws.analyzerBatchSize },
     ].map((p) => ({
       ...p,
       examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
@@ -239,6 +255,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       demoEpisodes: ws.demoTasks,
       plainPairs: plain.length,
       skillPairs: skilled.length,
+      analyzerPairs: analyzerExamples.length,
       steps: result.steps,
       firstLoss: result.firstLoss,
       lastLoss: result.lastLoss,
@@ -249,6 +266,24 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       seconds: (performance.now() - started) / 1000,
     },
   }
+}
+
+/** (analyzer prompt → oracle JSON) pairs, prompts fitted to the analyzer budget as Stage 1's are. */
+function analyzerPairs(
+  policy: Policy,
+  analyses: readonly AnalyzerDemo[],
+  budget: WarmstartInput['analyzer'],
+): SupervisedExample[] {
+  if (!budget) throw new CorePhaseError('warmstart.analyzerShare > 0 needs the analyzer budget (stage2.analyzer)')
+  const fitted = {
+    maxPromptTokens: budget.maxPromptTokens,
+    responseTokens: budget.maxAnswerTokens,
+    contextLength: policy.model.config.maxPositions,
+  }
+  return analyses.map((a) => ({
+    context: policy.codec.promptIds(fitAnalyzer(policy.codec, a.episode, fitted).prompt),
+    response: policy.codec.responseIds(a.answer),
+  }))
 }
 
 async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {

@@ -48,6 +48,7 @@ export async function microWarmstart(engine: Engine, config = microConfig()): Pr
     model: config.model,
     prompt: config.prompt,
     warmstart: config.warmstart,
+    analyzer: config.stage2.analyzer,
     evaluation: config.evaluation,
     seed: config.seed,
   })

@@ -17,6 +17,7 @@ import {
 } from '../../../activities/core/index.ts'
 import { decodeRescore, encodeRescore } from '../../../activities/rescore-format.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
+import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
 import { EPISODE_SKILL_TITLE, episodeSkillBlock } from '../../../seed/index.ts'
@@ -58,6 +59,12 @@ describe('rollout', () => {
     for (const t of rolled.trajectories) {
       assert.deepEqual(t.task, tasks[t.group])
       assert.equal(t.steps.length, t.trajectory.steps.length)
+      // each step records the expert's action in the state it was taken from (replayed independently)
+      const replay = getEnv(config.env).reset(t.task)
+      for (const s of t.steps) {
+        assert.equal(s.expertAction, replay.expertAction())
+        replay.step(s.responseText)
+      }
       assert.ok(t.steps.length >= 1 && t.steps.length <= 3)
       for (const s of t.steps) {
         assert.deepEqual(s.promptIds, policy.codec.promptIds(s.actingPrompt))
@@ -124,6 +131,23 @@ describe('rescore', () => {
       } else assert.equal(s.teacher, null)
     }
     assert.equal(r.stats.teacherSamples, r.samples.filter((s) => s.trajectory % 2 === 0).length)
+    // teacher gaps: whole-response log π_teacher − log π_old, averaged apart for the expert's actions
+    const steps = rolled.trajectories.flatMap((t) => t.steps)
+    const taught = r.samples.filter((s) => s.teacher)
+    for (const s of r.samples) {
+      const step = steps[r.samples.indexOf(s)]!
+      assert.equal(s.expert, s.valid && step.action === step.expertAction)
+    }
+    const gap = (s: (typeof taught)[number]) => s.teacher!.reduce((a, t, k) => a + t - s.old[k]!, 0)
+    const mean = (xs: number[]) => (xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : null)
+    const expert = taught.filter((s) => s.expert).map(gap)
+    const other = taught.filter((s) => !s.expert).map(gap)
+    assert.equal(r.stats.teacherGap.expertSamples, expert.length)
+    assert.equal(r.stats.teacherGap.otherSamples, other.length)
+    assert.equal(expert.length + other.length, taught.length)
+    const close = (a: number | null, b: number | null) => (a === null ? b === null : Math.abs(a - (b ?? NaN)) < 1e-9)
+    assert.ok(close(r.stats.teacherGap.expert, mean(expert)), `${r.stats.teacherGap.expert} vs ${mean(expert)}`)
+    assert.ok(close(r.stats.teacherGap.other, mean(other)))
   })
 
   it('truncation drops history, never the task line, the skill block or the response', async () => {

@@ -92,6 +92,26 @@ describe('warmstart', () => {
       assert.ok(r.stats.polishLoss !== null && Number.isFinite(r.stats.polishLoss))
       // the polish loss is the plain token mean, dominated by the frame the weighted pass barely trained
       assert.ok(r.stats.polishLoss > 0)
+      assert.equal(r.stats.analyzerPairs, 0)
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it('with analyzerShare, also trains on one analyzer demonstration per demonstration episode', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const base = microConfig()
+      const ws = base.warmstart
+      assert.ok(ws)
+      const config = { ...base, warmstart: { ...ws, analyzerShare: 0.5, analyzerBatchSize: 2 } }
+      const r = await microWarmstart(engine, config)
+      assert.equal(r.stats.analyzerPairs, ws.demoTasks)
+      assert.ok(Number.isFinite(r.stats.lastLoss))
+      // a different share of steps gives different weights
+      const plain = await microWarmstart(engine, base)
+      const w = (c: typeof r.checkpoint) => [...c.weights.values()][0]
+      assert.notDeepEqual(w(r.checkpoint), w(plain.checkpoint))
     } finally {
       await engine.close()
     }

@@ -1,0 +1,64 @@
+// Stage 1 in process (reference section 2): the base policy rolls out Stage 1's train tasks, the environment's
+// oracle annotates every trajectory (the skill library), and SFT on the annotations mixed with acting data turns
+// the policy into π_0. The pipeline's `annotate` and `stage1` activities and the benchmarks share these, with
+// the same seeds, so a benchmark's Stage 1 is the pipeline's.
+import { mixSeed } from '../../envs/rng.ts'
+import type { RunConfig } from '../../seed/config.ts'
+import { type AnalyzeStats, annotateWithOracle, type SkillRecord } from './analyze.ts'
+import type { Policy } from './policy.ts'
+import { type RolloutStats, type RolloutTrajectory, rollout, sampleTasks } from './rollout.ts'
+import { type SftStats, sft } from './sft.ts'
+
+export interface Stage1Annotation {
+  trajectories: RolloutTrajectory[]
+  skills: SkillRecord[]
+  rollout: RolloutStats
+  annotation: AnalyzeStats
+}
+
+/** The root seed of Stage 1's rollouts and SFT. */
+export function stage1Seed(config: RunConfig): number {
+  return mixSeed(config.seed, 0x57a1)
+}
+
+/** Rolls out the base policy on Stage 1's train tasks and annotates every trajectory with the oracle. */
+export async function annotateStage1(policy: Policy, config: RunConfig): Promise<Stage1Annotation> {
+  const s1 = config.stage1
+  const seed = stage1Seed(config)
+  const rolled = await rollout(policy, {
+    env: config.env,
+    tasks: sampleTasks(config.env, 'train', s1.tasks, mixSeed(seed, 1)),
+    groupSize: s1.samplesPerTask,
+    maxEnvSteps: s1.maxEnvSteps,
+    temperature: s1.temperature,
+    prompt: config.prompt,
+    seed: mixSeed(seed, 2),
+  })
+  const annotated = annotateWithOracle(config.env, policy.codec, policy.model.config.maxPositions, {
+    trajectories: rolled.trajectories,
+    prompt: config.prompt,
+    maxPromptTokens: config.stage2.analyzer.maxPromptTokens,
+    maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
+    batchSize: 64,
+  })
+  return {
+    trajectories: rolled.trajectories,
+    skills: annotated.skills,
+    rollout: rolled.stats,
+    annotation: annotated.stats,
+  }
+}
+
+/** Trains `policy` in place into π_0 on the annotations and the annotated rollouts' acting steps. */
+export function trainStage1(
+  policy: Policy,
+  annotation: Pick<Stage1Annotation, 'skills' | 'trajectories'>,
+  config: RunConfig,
+): Promise<SftStats> {
+  return sft(policy, {
+    skills: annotation.skills,
+    trajectories: annotation.trajectories,
+    settings: config.stage1,
+    seed: mixSeed(stage1Seed(config), 3),
+  })
+}

@@ -1,0 +1,191 @@
+// The learning benchmark's report: a markdown table (warm-start, Stage 1 and final success per row, mean ± 95%
+// interval over training seeds, per test split, and SEED − GRPO paired by seed) and a learning-curve plot (success
+// vs RL iterations, mean and 95% band over seeds), both written beside the results JSON. Rebuilt from the JSON
+// alone: `node --import tsx bench/learning-report.ts [bench/results/learning.json]`.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import * as vega from 'vega'
+import * as vl from 'vega-lite'
+
+export interface LearningEntry {
+  /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
+  iteration: number
+  split: string
+  checkpoint: 'warm-start' | 'stage1' | 'iteration'
+  success: number
+  score: number
+  episodes: number
+}
+
+/** env → row → training seed → evaluations. */
+export type LearningResults = Record<string, Record<string, Record<string, LearningEntry[]>>>
+
+/** Two-sided 95% quantiles of Student's t for 1 … 30 degrees of freedom. */
+const T95 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+]
+
+export interface MeanInterval {
+  mean: number
+  /** Half-width of the 95% t-interval over seeds; null with one seed. */
+  half: number | null
+  n: number
+}
+
+export function meanInterval(xs: readonly number[]): MeanInterval {
+  const n = xs.length
+  const mean = xs.reduce((a, b) => a + b, 0) / n
+  if (n < 2) return { mean, half: null, n }
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1))
+  return { mean, half: (T95[Math.min(n - 1, T95.length) - 1] ?? 1.96) * (sd / Math.sqrt(n)), n }
+}
+
+const show = (m: MeanInterval | null) =>
+  m === null ? '–' : `${(100 * m.mean).toFixed(1)}${m.half === null ? '' : ` ± ${(100 * m.half).toFixed(1)}`}`
+
+/** The success of one seed's checkpoint on a split: the start checkpoints, or the last iteration evaluated there. */
+function pick(entries: readonly LearningEntry[], split: string, which: 'warm-start' | 'stage1' | 'final') {
+  const onSplit = entries.filter((e) => e.split === split)
+  if (which !== 'final') return onSplit.find((e) => e.checkpoint === which)?.success ?? null
+  const last = onSplit.filter((e) => e.checkpoint === 'iteration').sort((a, b) => b.iteration - a.iteration)[0]
+  return last?.success ?? null
+}
+
+function over(seeds: Record<string, LearningEntry[]>, split: string, which: 'warm-start' | 'stage1' | 'final') {
+  const xs = Object.values(seeds)
+    .map((e) => pick(e, split, which))
+    .filter((x): x is number => x !== null)
+  return xs.length > 0 ? meanInterval(xs) : null
+}
+
+function testSplits(rows: Record<string, Record<string, LearningEntry[]>>): string[] {
+  const splits = new Set<string>()
+  for (const seeds of Object.values(rows))
+    for (const entries of Object.values(seeds)) for (const e of entries) splits.add(e.split)
+  return ['test-seen', 'test-unseen', 'validation'].filter((s) => splits.has(s))
+}
+
+export function learningTable(results: LearningResults): string {
+  const lines = [
+    '| env | row | seeds | split | warm-start | Stage 1 | final | final − warm-start |',
+    '|---|---|---|---|---|---|---|---|',
+  ]
+  const paired: string[] = []
+  for (const [env, rows] of Object.entries(results)) {
+    for (const split of testSplits(rows)) {
+      for (const [row, seeds] of Object.entries(rows)) {
+        const gains = Object.values(seeds)
+          .map((e) => {
+            const a = pick(e, split, 'final')
+            const b = pick(e, split, 'warm-start')
+            return a === null || b === null ? null : a - b
+          })
+          .filter((x): x is number => x !== null)
+        lines.push(
+          `| ${env} | ${row} | ${Object.keys(seeds).join(', ')} | ${split} | ${show(over(seeds, split, 'warm-start'))} | ` +
+            `${show(over(seeds, split, 'stage1'))} | ${show(over(seeds, split, 'final'))} | ` +
+            `${show(gains.length > 0 ? meanInterval(gains) : null)} |`,
+        )
+      }
+      const seed = rows.seed
+      const grpo = rows.grpo
+      if (seed && grpo) {
+        const common = Object.keys(seed).filter((s) => grpo[s])
+        const diffs = common
+          .map((s) => {
+            const a = pick(seed[s] ?? [], split, 'final')
+            const b = pick(grpo[s] ?? [], split, 'final')
+            return a === null || b === null ? null : a - b
+          })
+          .filter((x): x is number => x !== null)
+        if (diffs.length > 0)
+          paired.push(
+            `- ${env}, ${split}: seed − grpo = ${show(meanInterval(diffs))} points (seeds ${common.join(', ')})`,
+          )
+      }
+    }
+  }
+  return [
+    'Held-out success in %, mean ± 95% t-interval over training seeds (no interval with one seed).',
+    '',
+    ...lines,
+    '',
+    'Final SEED minus final GRPO, paired by training seed (same warm-start):',
+    '',
+    ...(paired.length > 0 ? paired : ['- (no seed with both rows yet)']),
+    '',
+  ].join('\n')
+}
+
+/** Learning-curve points: per env, row and iteration on the curve split, mean and 95% band over seeds. */
+export function curvePoints(results: LearningResults) {
+  const points: Array<{ env: string; row: string; iteration: number; mean: number; low: number; high: number }> = []
+  for (const [env, rows] of Object.entries(results)) {
+    const split = env === 'household' ? 'test-unseen' : 'test-seen'
+    for (const [row, seeds] of Object.entries(rows)) {
+      const byIteration = new Map<number, number[]>()
+      for (const entries of Object.values(seeds)) {
+        const start =
+          entries.find((e) => e.split === split && e.checkpoint === 'stage1') ??
+          entries.find((e) => e.split === split && e.checkpoint === 'warm-start')
+        const chosen = [start, ...entries.filter((e) => e.split === split && e.checkpoint === 'iteration')]
+        for (const e of chosen)
+          if (e) byIteration.set(e.iteration, [...(byIteration.get(e.iteration) ?? []), e.success])
+      }
+      for (const [iteration, xs] of [...byIteration].sort((a, b) => a[0] - b[0])) {
+        const m = meanInterval(xs)
+        const half = m.half ?? 0
+        points.push({
+          env,
+          row,
+          iteration,
+          mean: 100 * m.mean,
+          low: 100 * (m.mean - half),
+          high: 100 * (m.mean + half),
+        })
+      }
+    }
+  }
+  return points
+}
+
+export async function learningPlot(results: LearningResults): Promise<string> {
+  const values = curvePoints(results)
+  const color = { field: 'row', type: 'nominal', title: 'row' }
+  const x = { field: 'iteration', type: 'quantitative', title: 'RL iterations (updates)' }
+  const spec = {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    data: { values },
+    facet: { column: { field: 'env', type: 'nominal', title: null } },
+    spec: {
+      width: 360,
+      height: 240,
+      layer: [
+        {
+          mark: { type: 'area', opacity: 0.2 },
+          encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' }, color },
+        },
+        {
+          mark: { type: 'line', point: true },
+          encoding: { x, y: { field: 'mean', type: 'quantitative', title: 'held-out success (%)' }, color },
+        },
+      ],
+    },
+  }
+  const view = new vega.View(vega.parse(vl.compile(spec as vl.TopLevelSpec).spec), { renderer: 'none' })
+  return view.toSVG()
+}
+
+/** Writes learning.md and learning.svg beside the results file. */
+export async function writeLearningReport(resultsPath: string, results: LearningResults): Promise<void> {
+  const stem = resultsPath.replace(/\.json$/, '')
+  writeFileSync(`${stem}.md`, learningTable(results))
+  writeFileSync(`${stem}.svg`, await learningPlot(results))
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const path = process.argv[2] ?? 'bench/results/learning.json'
+  await writeLearningReport(path, JSON.parse(readFileSync(path, 'utf8')) as LearningResults)
+  console.log(readFileSync(path.replace(/\.json$/, '.md'), 'utf8'))
+}

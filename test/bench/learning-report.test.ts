@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import {
+  curvePoints,
+  type LearningEntry,
+  type LearningResults,
+  learningTable,
+  meanInterval,
+} from '../../bench/learning-report.ts'
+
+const at = (checkpoint: LearningEntry['checkpoint'], iteration: number, split: string, success: number) => ({
+  checkpoint,
+  iteration,
+  split,
+  success,
+  score: success,
+  episodes: 1000,
+})
+
+describe('learning report', () => {
+  it('gives the 95% t-interval over seeds (hand-computed), none for one seed', () => {
+    // mean 0.4, sample sd 0.1, n = 3: 4.303 · 0.1 / √3 = 0.24844
+    const m = meanInterval([0.3, 0.4, 0.5])
+    assert.ok(Math.abs(m.mean - 0.4) < 1e-12)
+    assert.ok(Math.abs((m.half ?? 0) - 0.248434) < 1e-5, String(m.half))
+    assert.deepEqual(meanInterval([0.25]), { mean: 0.25, half: null, n: 1 })
+  })
+
+  it('tables start and final success per row and the paired SEED − GRPO difference', () => {
+    const results: LearningResults = {
+      sokoban: {
+        grpo: {
+          '1': [
+            at('warm-start', 0, 'test-seen', 0.3),
+            at('iteration', 4, 'test-seen', 0.35),
+            at('iteration', 12, 'test-seen', 0.4),
+          ],
+          '2': [at('warm-start', 0, 'test-seen', 0.2), at('iteration', 12, 'test-seen', 0.3)],
+        },
+        seed: {
+          '1': [
+            at('warm-start', 0, 'test-seen', 0.3),
+            at('stage1', 0, 'test-seen', 0.28),
+            at('iteration', 12, 'test-seen', 0.5),
+          ],
+          '2': [
+            at('warm-start', 0, 'test-seen', 0.2),
+            at('stage1', 0, 'test-seen', 0.22),
+            at('iteration', 12, 'test-seen', 0.36),
+          ],
+        },
+      },
+    }
+    const table = learningTable(results)
+    // grpo final: mean 0.35, sd 0.0707, t(1) = 12.706: half 0.635
+    assert.match(
+      table,
+      /\| sokoban \| grpo \| 1, 2 \| test-seen \| 25\.0 ± 63\.5 \| – \| 35\.0 ± 63\.5 \| 10\.0 ± 0\.0 \|/,
+    )
+    assert.match(
+      table,
+      /\| sokoban \| seed \| 1, 2 \| test-seen \| 25\.0 ± 63\.5 \| 25\.0 ± 38\.1 \| 43\.0 ± 88\.9 \| 18\.0 ± 25\.4 \|/,
+    )
+    // paired differences 0.1 and 0.06: mean 0.08, sd 0.02828, half 12.706 · 0.02 = 0.2541
+    assert.match(table, /seed − grpo = 8\.0 ± 25\.4 points \(seeds 1, 2\)/)
+    const points = curvePoints(results)
+    // seed's curve starts at Stage 1; grpo's at the warm-start, with its one-seed point at 4 iterations
+    assert.deepEqual(
+      points.filter((p) => p.row === 'seed').map((p) => [p.iteration, Number(p.mean.toFixed(6))]),
+      [
+        [0, 25],
+        [12, 43],
+      ],
+    )
+    assert.deepEqual(
+      points.filter((p) => p.row === 'grpo').map((p) => [p.iteration, Number(p.mean.toFixed(6))]),
+      [
+        [0, 25],
+        [4, 35],
+        [12, 35],
+      ],
+    )
+  })
+})

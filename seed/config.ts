@@ -126,6 +126,12 @@ const Stage1 = z.object({
   warmupSteps: int(0),
   /** Share of each SFT batch taken from acting data (step prompt → action) so acting is not forgotten. */
   actingMix: probability(),
+  /**
+   * The acting data: `rollouts`, the annotated rollouts' well-formed steps (the base policy's own samples); or
+   * `demonstrations`, a replay of the warm-start's demonstrations (plain and skill-reading ones, built-in models
+   * only), which keeps the policy able to read a skill in its prompt (the teacher's role).
+   */
+  actingData: z.enum(['rollouts', 'demonstrations']).default('rollouts'),
 })
 
 const Analyzer = z.object({
@@ -228,6 +234,8 @@ export const RunConfigSchema = z
     } else if (c.warmstart !== null) {
       problem(['warmstart'], 'an imported model starts from its own weights: set warmstart to null')
     }
+    if (c.stage1.actingData === 'demonstrations' && c.warmstart === null)
+      problem(['stage1', 'actingData'], 'demonstrations replays the warm-start, which this run does not have')
     if (c.stage2.miniBatchSize > c.stage2.tasksPerStep * c.stage2.groupSize * c.stage2.maxEnvSteps) {
       problem(
         ['stage2', 'miniBatchSize'],

@@ -7,7 +7,7 @@ import type { Stage1Config } from '../../seed/config.ts'
 import type { SkillRecord } from './analyze.ts'
 import type { Policy } from './policy.ts'
 import type { RolloutTrajectory } from './rollout.ts'
-import { type SupervisedExample, type SupervisedResult, supervisedTrain } from './supervised.ts'
+import { type ExamplePool, type SupervisedExample, type SupervisedResult, supervisedTrain } from './supervised.ts'
 
 export interface SftInput {
   /** Annotations (only parsed ones are trained on); their prompts are already fitted to the budget. */
@@ -16,6 +16,8 @@ export interface SftInput {
   trajectories: readonly RolloutTrajectory[]
   settings: Pick<Stage1Config, 'steps' | 'batchSize' | 'lr' | 'warmupSteps' | 'actingMix'>
   seed: number
+  /** Acting pools to replay instead of the trajectories' steps (their shares add up to `actingMix`). */
+  replay?: readonly ExamplePool[]
 }
 
 export interface SftStats extends Omit<SupervisedResult, 'losses' | 'optimizerState'> {
@@ -37,16 +39,14 @@ export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
   const acting: SupervisedExample[] = input.trajectories.flatMap((t) =>
     t.steps.filter((s) => s.valid).map((s) => ({ context: s.promptIds, response: s.responseIds })),
   )
+  const actingPools = input.replay ?? [{ name: 'acting', examples: acting, share: input.settings.actingMix }]
   const {
     losses: _losses,
     optimizerState: _state,
     ...result
   } = await supervisedTrain(
     policy,
-    [
-      { name: 'skill', examples: skill, share: 1 - input.settings.actingMix },
-      { name: 'acting', examples: acting, share: input.settings.actingMix },
-    ],
+    [{ name: 'skill', examples: skill, share: 1 - input.settings.actingMix }, ...actingPools],
     {
       steps: input.settings.steps,
       batchSize: input.settings.batchSize,
@@ -55,5 +55,5 @@ export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
       seed: input.seed,
     },
   )
-  return { ...result, skillPairs: skill.length, actingPairs: acting.length }
+  return { ...result, skillPairs: skill.length, actingPairs: actingPools.reduce((n, p) => n + p.examples.length, 0) }
 }

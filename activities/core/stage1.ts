@@ -5,9 +5,10 @@
 import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { type AnalyzeStats, annotateWithOracle, type SkillRecord } from './analyze.ts'
-import type { Policy } from './policy.ts'
+import { CorePhaseError, type Policy } from './policy.ts'
 import { type RolloutStats, type RolloutTrajectory, rollout, sampleTasks } from './rollout.ts'
 import { type SftStats, sft } from './sft.ts'
+import { actingPools, demonstrations } from './warmstart.ts'
 
 export interface Stage1Annotation {
   trajectories: RolloutTrajectory[]
@@ -49,7 +50,10 @@ export async function annotateStage1(policy: Policy, config: RunConfig): Promise
   }
 }
 
-/** Trains `policy` in place into π_0 on the annotations and the annotated rollouts' acting steps. */
+/**
+ * Trains `policy` in place into π_0 on the annotations, mixed with acting data: the annotated rollouts' steps, or
+ * a replay of the warm-start's demonstrations (`stage1.actingData`).
+ */
 export function trainStage1(
   policy: Policy,
   annotation: Pick<Stage1Annotation, 'skills' | 'trajectories'>,
@@ -60,5 +64,20 @@ export function trainStage1(
     trajectories: annotation.trajectories,
     settings: config.stage1,
     seed: mixSeed(stage1Seed(config), 3),
+    ...(config.stage1.actingData === 'demonstrations' ? { replay: replayPools(policy, config) } : {}),
   })
+}
+
+/** The warm-start's acting demonstrations, rebuilt from its settings and seed, as Stage 1's acting pools. */
+function replayPools(policy: Policy, config: RunConfig) {
+  const ws = config.warmstart
+  if (!ws) {
+    throw new CorePhaseError(
+      'stage1.actingData demonstrations replays the warm-start: the run has none (imported model)',
+    )
+  }
+  const demos = demonstrations(config.env, ws, config.prompt, config.seed)
+  return actingPools(policy, demos, config.env, config.prompt, ws.formatTokenWeight, config.stage1.actingMix).pools(
+    'weighted',
+  )
 }

@@ -24,7 +24,7 @@ import { oracleAnswer } from './analyze.ts'
 import { evaluate } from './evaluate.ts'
 import { CorePhaseError, loadPolicy, type Policy } from './policy.ts'
 import { analyzerObservation, fitAnalyzer, fitPrompt, stepPrompt } from './prompts.ts'
-import { type SupervisedExample, supervisedTrain } from './supervised.ts'
+import { type ExamplePool, type SupervisedExample, supervisedTrain } from './supervised.ts'
 
 export interface WarmstartInput {
   env: RunEnvName
@@ -66,7 +66,7 @@ export interface WarmstartResult {
   stats: WarmstartStats
 }
 
-interface Demo {
+export interface Demo {
   prompt: string
   action: string
   /** The skill block the prompt carries (inserted when the prompt is fitted). */
@@ -74,7 +74,7 @@ interface Demo {
 }
 
 /** The analyzer's view of a demonstration episode and the oracle's JSON answer to it. */
-interface AnalyzerDemo {
+export interface AnalyzerDemo {
   episode: AnalyzerEpisode
   answer: string
 }
@@ -143,28 +143,87 @@ export function frameWeights(responses: readonly number[][], frameWeight: number
   return (response) => response.map((_, i) => (i < prefix || i >= response.length - suffix ? frameWeight : 1))
 }
 
-/** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
-export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
-  const started = performance.now()
-  const env = getEnv(input.env)
-  const ws = input.warmstart
-  const rng = mulberry32(mixSeed(input.seed, 0x5741))
+/** The warm-start's demonstrations: acting pairs (plain and with the oracle skill), analyzer pairs, and texts. */
+export interface Demonstrations {
+  plain: Demo[]
+  skilled: Demo[]
+  analyses: AnalyzerDemo[]
+  /** Every text the model will read or write, for the tokenizer. */
+  corpus: string[]
+}
+
+/** The demonstrations of a warm-start; pure, so Stage 1 can replay exactly what the warm-start trained on. */
+export function demonstrations(
+  envName: RunEnvName,
+  ws: WarmstartConfig,
+  prompt: PromptSettings,
+  seed: number,
+): Demonstrations {
+  const env = getEnv(envName)
+  const rng = mulberry32(mixSeed(seed, 0x5741))
   const plain: Demo[] = []
   const skilled: Demo[] = []
   const analyses: AnalyzerDemo[] = []
   const corpus: string[] = []
   for (let i = 0; i < ws.demoTasks; i++) {
     const withSkill = rng.next() < ws.skillDemoShare
-    const episode = demoEpisode(env, mixSeed(input.seed, i) % 2 ** 16, ws, input.prompt, rng, withSkill)
+    const episode = demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
     ;(withSkill ? skilled : plain).push(...episode.demos)
     analyses.push(episode.analysis)
     corpus.push(...episode.texts)
   }
-  const responses = new Map<string, string>()
-  for (const d of [...plain, ...skilled]) responses.set(d.action, env.formatResponse(d.action))
   for (const d of plain) corpus.push(d.prompt)
   for (const d of skilled) corpus.push(d.prompt, d.block ?? '')
-  corpus.push(...responses.values())
+  corpus.push(...[...new Set([...plain, ...skilled].map((d) => d.action))].map((a) => env.formatResponse(a)))
+  return { plain, skilled, analyses, corpus }
+}
+
+/**
+ * The acting demonstrations as weighted supervised pools (`plain`, `skill`), sharing `share` by their sizes: the
+ * frame every response shares weighs `formatTokenWeight` (or 1 with `frame: 'full'`).
+ */
+export function actingPools(
+  policy: Policy,
+  demos: Pick<Demonstrations, 'plain' | 'skilled'>,
+  envName: RunEnvName,
+  prompt: PromptSettings,
+  formatTokenWeight: number,
+  share: number,
+): { pools: (frame: 'weighted' | 'full') => ExamplePool[] } {
+  const env = getEnv(envName)
+  const budget = {
+    maxPromptTokens: prompt.maxPromptTokens,
+    responseTokens: prompt.maxResponseTokens,
+    contextLength: policy.model.config.maxPositions,
+  }
+  const actions = [...new Set([...demos.plain, ...demos.skilled].map((d) => d.action))]
+  const responseIds = new Map(actions.map((a) => [a, policy.codec.responseIds(env.formatResponse(a))]))
+  const weights = frameWeights([...responseIds.values()], formatTokenWeight)
+  const toExample = (d: Demo): SupervisedExample => {
+    const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
+    const response = responseIds.get(d.action)!
+    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response) }
+  }
+  const plain = demos.plain.map(toExample)
+  const skill = demos.skilled.map(toExample)
+  const total = Math.max(1, plain.length + skill.length)
+  return {
+    pools: (frame) =>
+      [
+        { name: 'plain', examples: plain, share: (share * plain.length) / total },
+        { name: 'skill', examples: skill, share: (share * skill.length) / total },
+      ].map((p) => ({
+        ...p,
+        examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
+      })),
+  }
+}
+
+/** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
+export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
+  const started = performance.now()
+  const ws = input.warmstart
+  const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
 
   const tokenizerJson = trainByteLevelBpe(corpus, {
     vocabSize: input.model.vocabSize,
@@ -194,31 +253,22 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     eosIds: [...tokenizer.eosIds],
   }
   const policy = loadPolicy(engine, checkpoint)
-  const budget = {
-    maxPromptTokens: input.prompt.maxPromptTokens,
-    responseTokens: input.prompt.maxResponseTokens,
-    contextLength: config.maxPositions,
-  }
-  const responseIds = new Map([...responses].map(([action, text]) => [action, policy.codec.responseIds(text)]))
-  const weights = frameWeights([...responseIds.values()], ws.formatTokenWeight)
-  const toExample = (d: Demo): SupervisedExample => {
-    const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
-    const response = responseIds.get(d.action)!
-    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response) }
-  }
-  const plainExamples = plain.map(toExample)
-  const skillExamples = skilled.map(toExample)
+  const acting = actingPools(
+    policy,
+    { plain, skilled },
+    input.env,
+    input.prompt,
+    ws.formatTokenWeight,
+    1 - ws.analyzerShare,
+  )
   const analyzerExamples = ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer) : []
-  const acting = 1 - ws.analyzerShare
-  const pools = (frame: 'weighted' | 'full') =>
-    [
-      { name: 'plain', examples: plainExamples, share: (acting * plain.length) / (plain.length + skilled.length) },
-      { name: 'skill', examples: skillExamples, share: (acting * skilled.length) / (plain.length + skilled.length) },
-      { name: 'analyzer', examples: analyzerExamples, share: ws.analyzerShare, batchSize: ws.analyzerBatchSize },
-    ].map((p) => ({
-      ...p,
-      examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
-    }))
+  const analyzerPool = {
+    name: 'analyzer',
+    examples: analyzerExamples,
+    share: ws.analyzerShare,
+    batchSize: ws.analyzerBatchSize,
+  }
+  const pools = (frame: 'weighted' | 'full') => [...acting.pools(frame), analyzerPool]
   const checks: Array<{ step: number; successRate: number }> = []
   const result = await supervisedTrain(policy, pools('weighted'), {
     steps: ws.steps,

@@ -66,5 +66,9 @@ describe('run config', () => {
       'warmstart: an imported model starts from its own weights: set warmstart to null',
     ])
     assert.deepEqual(problems({ ...imported, warmstart: null }), [])
+    assert.deepEqual(
+      problems({ ...imported, warmstart: null, stage1: { ...c.stage1, actingData: 'demonstrations' } }),
+      ['stage1.actingData: demonstrations replays the warm-start, which this run does not have'],
+    )
   })
 })

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { annotateStage1, loadPolicy, trainStage1 } from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
-import { frameWeights } from '../../../activities/core/warmstart.ts'
+import { demonstrations, frameWeights } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { microCheckpoint, microConfig, microPolicy, microWarmstart } from './micro.ts'
@@ -93,6 +94,26 @@ describe('warmstart', () => {
       // the polish loss is the plain token mean, dominated by the frame the weighted pass barely trained
       assert.ok(r.stats.polishLoss > 0)
       assert.equal(r.stats.analyzerPairs, 0)
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it('Stage 1 can replay exactly the warm-start demonstrations as its acting data', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const base = microConfig()
+      const ws = base.warmstart
+      assert.ok(ws)
+      const config = { ...base, stage1: { ...base.stage1, actingData: 'demonstrations' as const } }
+      const policy = loadPolicy(engine, (await microWarmstart(engine, config)).checkpoint)
+      const annotation = await annotateStage1(policy, config)
+      const stats = await trainStage1(policy, annotation, config)
+      const demos = demonstrations(config.env, ws, config.prompt, config.seed)
+      assert.ok(demos.plain.length > 0 && demos.skilled.length > 0)
+      assert.equal(stats.actingPairs, demos.plain.length + demos.skilled.length)
+      assert.equal(stats.steps, config.stage1.steps)
+      await policy.model.release()
     } finally {
       await engine.close()
     }

@@ -16,7 +16,7 @@ import { ALGORITHMS, type AlgorithmRow, needsLibrary } from '../seed/algorithms.
 import { type BuiltinModelConfig, type ImportedModelConfig, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
-import { getJson, putJson } from '../store/json.ts'
+import { getExpected, getJson, putJson } from '../store/json.ts'
 import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
 import {
@@ -52,6 +52,7 @@ import type {
 } from './pipeline-types.ts'
 import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
 import { decodeRescore, encodeRescore } from './rescore-format.ts'
+import { applyRetention } from './retention.ts'
 import { parseSkillLines, readSkillLibrary } from './skill-library.ts'
 
 export interface PipelineDeps {
@@ -307,17 +308,17 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   }
 
   async function snapshotOf(ref: ArtifactRef): Promise<Snapshot> {
-    const snapshot = (await getJson(store, ref.key)) as Snapshot
+    const snapshot = (await getJson(store, ref.key, ref.sha256)) as Snapshot
     if (snapshot?.version !== 1 || !snapshot.acting) throw fatal(`${ref.key} is not a snapshot`, 'CorruptArtifact')
     return snapshot
   }
 
   async function trajectoriesOf(ref: ArtifactRef): Promise<RolloutTrajectory[]> {
-    return decodeJsonlGz(await store.get(ref.key), ref.key) as RolloutTrajectory[]
+    return decodeJsonlGz(await getExpected(store, ref.key, ref.sha256), ref.key) as RolloutTrajectory[]
   }
 
   async function skillsOf(ref: ArtifactRef): Promise<SkillRecord[]> {
-    return parseSkillLines((await store.get(ref.key)).toString('utf8'), ref.key)
+    return parseSkillLines((await getExpected(store, ref.key, ref.sha256)).toString('utf8'), ref.key)
   }
 
   /** The Stage 1 skills (parsed annotations), for rows that read the library. */
@@ -350,22 +351,27 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   function warmstartBase(run: RunRef, config: RunConfig, model: BuiltinModelConfig) {
     const settings = config.warmstart
     if (!settings) throw fatal('warmstart: the built-in model needs warm-start settings', 'InvalidRunConfig')
-    return runPhase(phaseDeps, scope(run, 'warmstart', 0), { configSha256: run.configSha256, inputs: {} }, async () => {
-      const r = await warmstart(engine, {
-        env: config.env,
-        model,
-        prompt: config.prompt,
-        warmstart: settings,
-        evaluation: config.evaluation,
-        seed: config.seed,
-        onCheck: (check) =>
-          heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
-      })
-      const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
-      const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
-      const ref = await saveCheckpoint(store, prefix, r.checkpoint)
-      return { outputs: await checkpointOutputs(store, ref), stats }
-    })
+    return runPhase(
+      phaseDeps,
+      scope(run, 'warmstart', 0),
+      { configSha256: run.configSha256, inputs: {} },
+      async (ctx) => {
+        const r = await warmstart(engine, {
+          env: config.env,
+          model,
+          prompt: config.prompt,
+          warmstart: settings,
+          evaluation: config.evaluation,
+          seed: config.seed,
+          onCheck: (check) =>
+            heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
+        })
+        const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
+        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
+        const ref = await saveCheckpoint(store, prefix, r.checkpoint)
+        return { outputs: await checkpointOutputs(store, ref), stats }
+      },
+    )
   }
 
   /**
@@ -379,7 +385,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
       phaseDeps,
       scope(run, 'import', 0),
       { configSha256: run.configSha256, inputs: await folderHashes(folder) },
-      async () => {
+      async (ctx) => {
         let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
         try {
           imported = await importHuggingFaceFolder(folder)
@@ -394,7 +400,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
             'InvalidRunConfig',
           )
         }
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
+        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
         const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
         const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
         return {
@@ -410,7 +416,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
    * the base policy rolls out Stage 1's train tasks and the environment's oracle annotates every trajectory.
    * Writes the Stage 1 trajectories and the annotations (the skill library).
    */
-  async function annotateBase(run: RunRef, config: RunConfig, policy: Policy) {
+  async function annotateBase(run: RunRef, config: RunConfig, policy: Policy, attempt: number) {
     const s1 = config.stage1
     const seed = stage1Seed(config)
     const rolled = await rollout(policy, {
@@ -430,9 +436,12 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
       maxAnswerTokens: config.stage2.analyzer.maxAnswerTokens,
       batchSize: 64,
     })
-    const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(rolled.trajectories))
+    const trajectories = await store.put(
+      keys.sftTrajectories(run.runId, 0, attempt),
+      encodeJsonlGz(rolled.trajectories),
+    )
     const annotations = await store.put(
-      keys.sftAnnotations(run.runId),
+      keys.sftAnnotations(run.runId, attempt),
       Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
     )
     return {
@@ -501,9 +510,9 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           phaseDeps,
           scope(run, 'annotate', 0),
           { configSha256: run.configSha256, inputs: { base: base.sha256 } },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(base)
-            const { outputs, stats } = await annotateBase(run, config, policy)
+            const { outputs, stats } = await annotateBase(run, config, policy, ctx.attempt)
             return { outputs, stats }
           },
         )
@@ -519,9 +528,9 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           phaseDeps,
           scope(run, 'sft', 0),
           { configSha256: run.configSha256, inputs: { base: base.sha256 } },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(base)
-            const annotation = await annotateBase(run, config, policy)
+            const annotation = await annotateBase(run, config, policy, ctx.attempt)
             const trained = await sft(policy, {
               skills: annotation.skills,
               trajectories: annotation.trajectories,
@@ -532,7 +541,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               ...numericStats(trained as unknown as Record<string, unknown>, ['firstLoss', 'lastLoss']),
               ...annotation.stats,
             }
-            const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE))
+            const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
             const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy))
             return { outputs: { ...(await checkpointOutputs(store, ref)), ...annotation.outputs }, stats }
           },
@@ -563,8 +572,8 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               ...(input.analyzer ? { analyzer: input.analyzer.sha256 } : {}),
             },
           },
-          async () => ({
-            outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration), snapshot) },
+          async (ctx) => ({
+            outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration, ctx.attempt), snapshot) },
             stats: {},
           }),
         )
@@ -778,7 +787,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           { configSha256: run.configSha256, inputs },
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
-            const samples = decodeRescore(await store.get(scoredRef.key), scoredRef.key)
+            const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
             const { policy, optimizer } = await policyOf(snap.acting)
             const updated = await update(policy, {
               samples,
@@ -818,7 +827,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
             configSha256: run.configSha256,
             inputs: { checkpoint: checkpoint.sha256, ...(library ? { library: library.sha256 } : {}) },
           },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(checkpoint)
             const e = config.evaluation
             const seed = evaluationSeed(config.seed)
@@ -834,7 +843,10 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               ...(library ? { skills: evaluationSkills(library.skills, e.tasks, seed) } : {}),
               onProgress: (finished, episodes) => heartbeat({ phase: 'evaluate', step: finished, steps: episodes }),
             })
-            const key = stage === null ? keys.evaluation(run.runId, iteration) : keys.stageEvaluation(run.runId, stage)
+            const key =
+              stage === null
+                ? keys.evaluation(run.runId, iteration, ctx.attempt)
+                : keys.stageEvaluation(run.runId, stage, ctx.attempt)
             // the per-task records go to the stored evaluation; the workflow gets the summary only
             const info = await putJson(store, key, {
               label,
@@ -870,7 +882,12 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     },
 
     async recordIteration(input) {
-      return guarded(`recordIteration ${input.iteration}`, () => recordIteration(phaseDeps, input))
+      return guarded(`recordIteration ${input.iteration}`, async () => {
+        const recorded = await recordIteration(phaseDeps, input)
+        // retention (recorded, then deleted) once the iteration's own manifest is written
+        await applyRetention({ store }, input.run, input.iteration, (await configOf(input.run)).retention)
+        return recorded
+      })
     },
   }
 }

@@ -47,7 +47,7 @@ export function planRetention(history: readonly CheckpointHistory[], policy: Ret
       (policy.keepEvaluated && h.success !== null)
     if (!kept) {
       const why = [
-        `not among the last ${policy.keepLast} (iterations ${last[0]}-${last.at(-1)})`,
+        `not among the last ${policy.keepLast} (${last.length === 1 ? `iteration ${last[0]}` : `iterations ${last[0]}-${last.at(-1)}`})`,
         policy.keepBest
           ? best
             ? `not the best by evaluation (iteration ${best.iteration}: ${best.success})`

@@ -95,9 +95,15 @@ export async function exportCommand(
   }
   await mkdir(out, { recursive: true })
   const exported: ExportedFile[] = []
-  for (const { file, key, sha256 } of present) {
-    const copied = await copyVerified(store, key, sha256, join(out, file))
-    exported.push({ file, key, ...copied })
+  try {
+    for (const { file, key, sha256 } of present) {
+      const copied = await copyVerified(store, key, sha256, join(out, file))
+      exported.push({ file, key, ...copied })
+    }
+  } catch (error) {
+    // half a checkpoint is no checkpoint: take back what this export wrote
+    await Promise.all(exported.map((f) => rm(join(out, f.file), { force: true })))
+    throw error
   }
   const total = exported.reduce((n, f) => n + f.bytes, 0)
   io.out(

@@ -183,6 +183,8 @@ const Retention = z.object({
   optimizerStateOnlyForLast: z.boolean().default(true),
 })
 
+export const RETENTION_DEFAULTS: Readonly<z.infer<typeof Retention>> = Object.freeze(Retention.parse({}))
+
 export const RunConfigSchema = z
   .object({
     env: z.enum(RUN_ENV_NAMES),

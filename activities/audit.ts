@@ -154,6 +154,9 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
   }
   const prunedSeen = new Map<string, PrunedArtifact>()
 
+  const hashProblem = (key: string, manifest: string, expected: string, actual: string, message: string) =>
+    problem({ kind: 'hash', key, manifest, expected, actual, message })
+
   /** Checks one recorded artifact against what `manifest` records for it. */
   const checkArtifact = async (key: string, expected: { sha256: string; bytes: number }, manifest: string) => {
     const h = await hashOf(key)
@@ -161,35 +164,22 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
       const p = pruned.get(key)
       if (!p)
         return problem({ kind: 'missing', key, manifest, expected: expected.sha256, message: `${key} is missing` })
-      if (p.sha256 !== expected.sha256)
-        return problem({
-          kind: 'hash',
-          key,
-          manifest,
-          expected: expected.sha256,
-          actual: p.sha256,
-          message: `${key} was pruned as sha256 ${p.sha256} (${p.record}), but ${manifest} records ${expected.sha256}`,
-        })
+      if (p.sha256 !== expected.sha256) {
+        const message = `${key} was pruned as sha256 ${p.sha256} (${p.record}), but ${manifest} records ${expected.sha256}`
+        return hashProblem(key, manifest, expected.sha256, p.sha256, message)
+      }
       prunedSeen.set(key, p)
       return
     }
     if ('unreadable' in h) return problem({ kind: 'unreadable', key, manifest, message: h.unreadable })
-    if (h.sha256 !== expected.sha256)
-      return problem({
-        kind: 'hash',
-        key,
-        manifest,
-        expected: expected.sha256,
-        actual: h.sha256,
-        message: `${key}: ${manifest} records sha256 ${expected.sha256}, the stored bytes hash to ${h.sha256}`,
-      })
-    if (h.bytes >= 0 && h.bytes !== expected.bytes)
-      problem({
-        kind: 'size',
-        key,
-        manifest,
-        message: `${key}: ${manifest} records ${expected.bytes} bytes, the store holds ${h.bytes}`,
-      })
+    if (h.sha256 !== expected.sha256) {
+      const message = `${key}: ${manifest} records sha256 ${expected.sha256}, the stored bytes hash to ${h.sha256}`
+      return hashProblem(key, manifest, expected.sha256, h.sha256, message)
+    }
+    if (h.bytes >= 0 && h.bytes !== expected.bytes) {
+      const message = `${key}: ${manifest} records ${expected.bytes} bytes, the store holds ${h.bytes}`
+      problem({ kind: 'size', key, manifest, message })
+    }
   }
 
   // run.json: readable, and its hash is its config's

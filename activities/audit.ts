@@ -118,7 +118,7 @@ async function rehash(store: ArtifactStore, key: string): Promise<Hashed> {
 export async function auditRun(store: ArtifactStore, runId: string): Promise<AuditReport> {
   assertValidRunId(runId)
   const runKey = keys.runRecord(runId)
-  if (!(await store.head(runKey).catch(() => true))) {
+  if (!(await store.head(runKey).catch((e) => (e instanceof IntegrityError ? true : Promise.reject(e))))) {
     throw new UnknownRunError(`unknown run ${runId}: no ${runKey} in ${store.location}`)
   }
   const runPrefix = keys.runPrefix(runId)

@@ -3,10 +3,12 @@
 // with its sha256, bytes and parents. The iteration manifest is written last and with create-if-absent: its
 // presence says the iteration is complete, and a rerun finds the same one.
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
+import { latestAttempt } from '../store/attempts.ts'
 import { IntegrityError } from '../store/errors.ts'
 import { canonicalJson, getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import { type Manifest, type ManifestEntry, manifestEntry } from '../store/manifest.ts'
+import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
 import { type IterationMetricName, iterationMetrics, METRIC_PHASES, type MetricPhase } from './iteration-metrics.ts'
 import { type PhaseCounters, type PhaseManifest, runPhase } from './phase.ts'
 import type { Snapshot } from './pipeline.ts'
@@ -52,8 +54,15 @@ async function snapshotManifestKey(store: ArtifactStore, run: RunRef, iteration:
   throw new IntegrityError(snapshot.key, snapshot.sha256, undefined, 'no snapshot phase manifest records it')
 }
 
-async function headOrFail(store: ArtifactStore, key: string, expected?: string): Promise<ObjectInfo> {
+async function headOrFail(
+  store: ArtifactStore,
+  key: string,
+  expected?: string,
+  pruned?: ReadonlyMap<string, PrunedArtifact>,
+): Promise<ObjectInfo> {
   const info = await store.head(key)
+  const p = pruned?.get(key)
+  if (!info && p && p.sha256 === expected) return { key, sha256: p.sha256, bytes: p.bytes } // removed on purpose
   if (!info || (expected !== undefined && info.sha256 !== expected)) {
     throw new IntegrityError(key, expected, info?.sha256, info ? 'changed since its phase recorded it' : 'missing')
   }
@@ -62,13 +71,16 @@ async function headOrFail(store: ArtifactStore, key: string, expected?: string):
 
 /**
  * Every artifact the iteration's phases recorded, their phase manifests and the given extras. An output's
- * parents are the artifacts whose sha256 its phase read (inputs are recorded by hash); a phase manifest's
- * parents are its outputs.
+ * parents are the artifacts whose sha256 its phase read (inputs are recorded by hash), plus the phase's extra
+ * parents (the analyzing checkpoint of `analyze`, which it reads through the snapshot); a phase manifest's
+ * parents are its outputs. Outputs that retention pruned since are listed as their phase recorded them.
  */
 async function iterationArtifacts(
   store: ArtifactStore,
   phaseManifests: ReadonlyMap<string, PhaseManifest>,
   candidates: ReadonlyMap<string, string>,
+  extraParents: ReadonlyMap<string, string[]>,
+  pruned: ReadonlyMap<string, PrunedArtifact>,
 ): Promise<Record<string, ManifestEntry>> {
   const bySha = new Map<string, string[]>()
   const addCandidate = (key: string, sha256: string) => bySha.set(sha256, [...(bySha.get(sha256) ?? []), key])
@@ -82,9 +94,10 @@ async function iterationArtifacts(
   }
   const artifacts: Record<string, ManifestEntry> = {}
   for (const [key, m] of phaseManifests) {
-    const parents = [...new Set(Object.values(m.inputs).flatMap((sha) => bySha.get(sha) ?? []))].sort()
+    const read = Object.values(m.inputs).flatMap((sha) => bySha.get(sha) ?? [])
+    const parents = [...new Set([...read, ...(extraParents.get(m.scope.phase) ?? [])])].sort()
     for (const output of Object.values(m.outputs)) {
-      artifacts[output.key] = manifestEntry(await headOrFail(store, output.key, output.sha256), parents)
+      artifacts[output.key] = manifestEntry(await headOrFail(store, output.key, output.sha256, pruned), parents)
     }
     const outputs = Object.values(m.outputs).map((o) => o.key)
     artifacts[key] = manifestEntry(manifestInfo.get(key) as ObjectInfo, outputs.sort())
@@ -98,6 +111,7 @@ export async function recordIteration(
 ): Promise<RecordIterationSummary> {
   const { store } = deps
   const { run, iteration } = input
+  const pruned = await readPruned(store, run.runId)
   const phaseManifests = new Map<string, PhaseManifest>()
   const inputs: Record<string, string> = { snapshot: input.snapshot.sha256 }
   const snapshotKey = await snapshotManifestKey(store, run, iteration, input.snapshot)
@@ -145,19 +159,24 @@ export async function recordIteration(
 
   // the checkpoints the snapshot names and the Stage 1 library are read by hash: resolve them as parents too
   const candidates = new Map<string, string>()
-  const snapshot = (await getJson(store, input.snapshot.key)) as Snapshot
+  const snapshot = (await getJson(store, input.snapshot.key, input.snapshot.sha256)) as Snapshot
   for (const ref of [snapshot.acting, snapshot.reference, snapshot.analyzer]) {
     if (ref) candidates.set(`${ref.prefix}model.safetensors`, ref.sha256)
   }
-  const library = await store.head(keys.sftAnnotations(run.runId))
-  if (library) candidates.set(library.key, library.sha256)
+  const libraries = (await latestAttempt(store, (a) => keys.sftAnnotations(run.runId, a))) ?? -1
+  for (let attempt = 0; attempt <= libraries; attempt++) {
+    const library = await store.head(keys.sftAnnotations(run.runId, attempt))
+    if (library) candidates.set(library.key, library.sha256)
+  }
+  const extraParents = new Map<string, string[]>()
+  if (snapshot.analyzer) extraParents.set('analyze', [`${snapshot.analyzer.prefix}model.safetensors`])
   const manifest: Manifest = {
     version: 1,
     runId: run.runId,
     configSha256: run.configSha256,
     seedflowVersion: SEEDFLOW_VERSION,
     createdAt: new Date().toISOString(),
-    artifacts: await iterationArtifacts(store, phaseManifests, candidates),
+    artifacts: await iterationArtifacts(store, phaseManifests, candidates, extraParents, pruned),
   }
   const key = keys.iterationManifest(run.runId, iteration, result.attempt)
   const written = await putJsonIfAbsent(store, key, manifest)

@@ -6,6 +6,7 @@
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
+import { wasPruned } from '../store/pruned.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 /** Where a phase shard lives: inside an iteration, or at run level (`iteration` omitted: warmstart, sft). */
@@ -100,7 +101,11 @@ function sameInputs(a: Record<string, string>, b: Record<string, string>): boole
   return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k])
 }
 
-/** A manifest is reusable when it was made from the same config and inputs and its outputs are intact. */
+/**
+ * A manifest is reusable when it was made from the same config and inputs and its outputs are intact or were
+ * pruned on purpose by retention (a finished phase stays finished; a later phase that needs a pruned checkpoint
+ * fails naming its key).
+ */
 async function reusable<S>(
   store: ArtifactStore,
   manifest: PhaseManifest<S>,
@@ -110,7 +115,7 @@ async function reusable<S>(
   if (manifest.configSha256 !== configSha256 || !sameInputs(manifest.inputs, inputs)) return false
   for (const output of Object.values(manifest.outputs)) {
     const head = await store.head(output.key)
-    if (!head || head.sha256 !== output.sha256) return false
+    if (head ? head.sha256 !== output.sha256 : !(await wasPruned(store, manifest.scope.runId, output))) return false
   }
   return true
 }

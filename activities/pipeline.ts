@@ -16,7 +16,7 @@ import { ALGORITHMS, type AlgorithmRow, needsLibrary } from '../seed/algorithms.
 import { type BuiltinModelConfig, type ImportedModelConfig, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
-import { getJson, putJson } from '../store/json.ts'
+import { getExpected, getJson, putJson } from '../store/json.ts'
 import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-store.ts'
 import {
@@ -53,6 +53,7 @@ import type {
 } from './pipeline-types.ts'
 import { type ArtifactRef, createRecordRunActivities, type RunRecord } from './record-run.ts'
 import { decodeRescore, encodeRescore } from './rescore-format.ts'
+import { applyRetention } from './retention.ts'
 import { parseSkillLines, readSkillLibrary } from './skill-library.ts'
 
 export interface PipelineDeps {
@@ -314,17 +315,17 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   }
 
   async function snapshotOf(ref: ArtifactRef): Promise<Snapshot> {
-    const snapshot = (await getJson(store, ref.key)) as Snapshot
+    const snapshot = (await getJson(store, ref.key, ref.sha256)) as Snapshot
     if (snapshot?.version !== 1 || !snapshot.acting) throw fatal(`${ref.key} is not a snapshot`, 'CorruptArtifact')
     return snapshot
   }
 
   async function trajectoriesOf(ref: ArtifactRef): Promise<RolloutTrajectory[]> {
-    return decodeJsonlGz(await store.get(ref.key), ref.key) as RolloutTrajectory[]
+    return decodeJsonlGz(await getExpected(store, ref.key, ref.sha256), ref.key) as RolloutTrajectory[]
   }
 
   async function skillsOf(ref: ArtifactRef): Promise<SkillRecord[]> {
-    return parseSkillLines((await store.get(ref.key)).toString('utf8'), ref.key)
+    return parseSkillLines((await getExpected(store, ref.key, ref.sha256)).toString('utf8'), ref.key)
   }
 
   /** The Stage 1 skills (parsed annotations), for rows that read the library. */
@@ -357,23 +358,28 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   function warmstartBase(run: RunRef, config: RunConfig, model: BuiltinModelConfig) {
     const settings = config.warmstart
     if (!settings) throw fatal('warmstart: the built-in model needs warm-start settings', 'InvalidRunConfig')
-    return runPhase(phaseDeps, scope(run, 'warmstart', 0), { configSha256: run.configSha256, inputs: {} }, async () => {
-      const r = await warmstart(engine, {
-        env: config.env,
-        model,
-        prompt: config.prompt,
-        warmstart: settings,
-        analyzer: config.stage2.analyzer,
-        evaluation: config.evaluation,
-        seed: config.seed,
-        onCheck: (check) =>
-          heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
-      })
-      const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
-      const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
-      const ref = await saveCheckpoint(store, prefix, r.checkpoint)
-      return { outputs: await checkpointOutputs(store, ref), stats }
-    })
+    return runPhase(
+      phaseDeps,
+      scope(run, 'warmstart', 0),
+      { configSha256: run.configSha256, inputs: {} },
+      async (ctx) => {
+        const r = await warmstart(engine, {
+          env: config.env,
+          model,
+          prompt: config.prompt,
+          warmstart: settings,
+          analyzer: config.stage2.analyzer,
+          evaluation: config.evaluation,
+          seed: config.seed,
+          onCheck: (check) =>
+            heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
+        })
+        const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
+        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
+        const ref = await saveCheckpoint(store, prefix, r.checkpoint)
+        return { outputs: await checkpointOutputs(store, ref), stats }
+      },
+    )
   }
 
   /**
@@ -387,7 +393,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
       phaseDeps,
       scope(run, 'import', 0),
       { configSha256: run.configSha256, inputs: await folderHashes(folder) },
-      async () => {
+      async (ctx) => {
         let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
         try {
           imported = await importHuggingFaceFolder(folder)
@@ -402,7 +408,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
             'InvalidRunConfig',
           )
         }
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE))
+        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
         const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
         const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
         return {
@@ -418,12 +424,15 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
    * the base policy rolls out Stage 1's train tasks and the environment's oracle annotates every trajectory.
    * Writes the Stage 1 trajectories and the annotations (the skill library).
    */
-  async function annotateBase(run: RunRef, config: RunConfig, policy: Policy) {
+  async function annotateBase(run: RunRef, config: RunConfig, policy: Policy, attempt: number) {
     const annotated = await annotateStage1(policy, config)
     heartbeat()
-    const trajectories = await store.put(keys.sftTrajectories(run.runId, 0), encodeJsonlGz(annotated.trajectories))
+    const trajectories = await store.put(
+      keys.sftTrajectories(run.runId, 0, attempt),
+      encodeJsonlGz(annotated.trajectories),
+    )
     const annotations = await store.put(
-      keys.sftAnnotations(run.runId),
+      keys.sftAnnotations(run.runId, attempt),
       Buffer.from(annotated.skills.map((s) => `${JSON.stringify(s)}\n`).join(''), 'utf8'),
     )
     return {
@@ -492,9 +501,9 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           phaseDeps,
           scope(run, 'annotate', 0),
           { configSha256: run.configSha256, inputs: { base: base.sha256 } },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(base)
-            const { outputs, stats } = await annotateBase(run, config, policy)
+            const { outputs, stats } = await annotateBase(run, config, policy, ctx.attempt)
             return { outputs, stats }
           },
         )
@@ -510,15 +519,15 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           phaseDeps,
           scope(run, 'sft', 0),
           { configSha256: run.configSha256, inputs: { base: base.sha256 } },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(base)
-            const annotation = await annotateBase(run, config, policy)
+            const annotation = await annotateBase(run, config, policy, ctx.attempt)
             const trained = await trainStage1(policy, annotation, config)
             const stats = {
               ...numericStats(trained as unknown as Record<string, unknown>, ['firstLoss', 'lastLoss']),
               ...annotation.stats,
             }
-            const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE))
+            const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
             const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy))
             return { outputs: { ...(await checkpointOutputs(store, ref)), ...annotation.outputs }, stats }
           },
@@ -549,8 +558,8 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               ...(input.analyzer ? { analyzer: input.analyzer.sha256 } : {}),
             },
           },
-          async () => ({
-            outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration), snapshot) },
+          async (ctx) => ({
+            outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration, ctx.attempt), snapshot) },
             stats: {},
           }),
         )
@@ -765,7 +774,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
           { configSha256: run.configSha256, inputs },
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
-            const samples = decodeRescore(await store.get(scoredRef.key), scoredRef.key)
+            const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
             const { policy, optimizer } = await policyOf(snap.acting)
             const updated = await update(policy, {
               samples,
@@ -805,7 +814,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
             configSha256: run.configSha256,
             inputs: { checkpoint: checkpoint.sha256, ...(library ? { library: library.sha256 } : {}) },
           },
-          async () => {
+          async (ctx) => {
             const { policy } = await policyOf(checkpoint)
             const e = config.evaluation
             const seed = evaluationSeed(config.seed)
@@ -821,7 +830,10 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
               ...(library ? { skills: evaluationSkills(library.skills, e.tasks, seed) } : {}),
               onProgress: (finished, episodes) => heartbeat({ phase: 'evaluate', step: finished, steps: episodes }),
             })
-            const key = stage === null ? keys.evaluation(run.runId, iteration) : keys.stageEvaluation(run.runId, stage)
+            const key =
+              stage === null
+                ? keys.evaluation(run.runId, iteration, ctx.attempt)
+                : keys.stageEvaluation(run.runId, stage, ctx.attempt)
             // the per-task records go to the stored evaluation; the workflow gets the summary only
             const info = await putJson(store, key, {
               label,
@@ -857,7 +869,12 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     },
 
     async recordIteration(input) {
-      return guarded(`recordIteration ${input.iteration}`, () => recordIteration(phaseDeps, input))
+      return guarded(`recordIteration ${input.iteration}`, async () => {
+        const recorded = await recordIteration(phaseDeps, input)
+        // retention (recorded, then deleted) once the iteration's own manifest is written
+        await applyRetention({ store }, input.run, input.iteration, (await configOf(input.run)).retention)
+        return recorded
+      })
     },
   }
 }

@@ -1,6 +1,8 @@
 // The Stage 1 skill library (the parsed annotations of runs/{run}/sft/annotations.jsonl), which rows with a
 // library skill read: the pipeline's phases and `seedflow eval --algorithm-row` alike.
 import type { ArtifactStore } from '../store/artifact-store.ts'
+import { latestAttempt } from '../store/attempts.ts'
+import { getExpected } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { SkillRecord } from './core/index.ts'
 
@@ -22,20 +24,26 @@ export function parseSkillLines(text: string, key: string): SkillRecord[] {
     })
 }
 
+/** The key of the run's latest annotations (a recomputed `sft` or `annotate` writes beside the first). */
+export async function skillLibraryKey(store: ArtifactStore, runId: string): Promise<string | undefined> {
+  const attempt = await latestAttempt(store, (a) => keys.sftAnnotations(runId, a))
+  return attempt === undefined ? undefined : keys.sftAnnotations(runId, attempt)
+}
+
 /** The run's parsed Stage 1 skills and the annotations' sha256; LibraryMissingError when there are none. */
 export async function readSkillLibrary(
   store: ArtifactStore,
   runId: string,
   algorithm: string,
 ): Promise<{ skills: string[]; sha256: string }> {
-  const key = keys.sftAnnotations(runId)
+  const key = (await skillLibraryKey(store, runId)) ?? keys.sftAnnotations(runId)
   const head = await store.head(key)
   if (!head) {
     throw new LibraryMissingError(
       `algorithm ${algorithm} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
     )
   }
-  const records = parseSkillLines((await store.get(key)).toString('utf8'), key)
+  const records = parseSkillLines((await getExpected(store, key, head.sha256)).toString('utf8'), key)
   const skills = records.filter((s) => s.ok && s.skill).map((s) => s.skill as string)
   if (skills.length === 0) throw new LibraryMissingError(`${key} holds no parsed skill`)
   return { skills, sha256: head.sha256 }

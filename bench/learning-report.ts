@@ -88,20 +88,20 @@ export function learningTable(results: LearningResults): string {
             `${show(gains.length > 0 ? meanInterval(gains) : null)} |`,
         )
       }
-      const seed = rows.seed
       const grpo = rows.grpo
-      if (seed && grpo) {
-        const common = Object.keys(seed).filter((s) => grpo[s])
+      for (const [row, seeds] of Object.entries(rows)) {
+        if (row === 'grpo' || !grpo) continue
+        const common = Object.keys(seeds).filter((s) => grpo[s])
         const diffs = common
           .map((s) => {
-            const a = pick(seed[s] ?? [], split, 'final')
+            const a = pick(seeds[s] ?? [], split, 'final')
             const b = pick(grpo[s] ?? [], split, 'final')
             return a === null || b === null ? null : a - b
           })
           .filter((x): x is number => x !== null)
         if (diffs.length > 0)
           paired.push(
-            `- ${env}, ${split}: seed − grpo = ${show(meanInterval(diffs))} points (seeds ${common.join(', ')})`,
+            `- ${env}, ${split}: ${row} − grpo = ${show(meanInterval(diffs))} points (seeds ${common.join(', ')})`,
           )
       }
     }
@@ -111,7 +111,7 @@ export function learningTable(results: LearningResults): string {
     '',
     ...lines,
     '',
-    'Final SEED minus final GRPO, paired by training seed (same warm-start):',
+    'Final success of each row minus final GRPO, paired by training seed (same warm-start):',
     '',
     ...(paired.length > 0 ? paired : ['- (no seed with both rows yet)']),
     '',

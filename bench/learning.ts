@@ -25,7 +25,7 @@ import { createLocalEngine, type Engine } from '../engine/index.ts'
 import type { Split } from '../envs/types.ts'
 import { type Checkpoint, decodeCheckpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
 import { ALGORITHMS, type AlgorithmName, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
-import { cpuPreset, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { cpuPreset, parseRunConfig, type RunConfig, type RunEnvName } from '../seed/config.ts'
 import { CHECKPOINT_FILES } from '../store/keys.ts'
 import { type LearningEntry, type LearningResults, writeLearningReport } from './learning-report.ts'
 
@@ -53,6 +53,8 @@ const args = parseArgs({
     out: { type: 'string', default: 'bench/results/learning.json' },
     cache: { type: 'string', default: '.seedflow/bench/learning' },
     threads: { type: 'string', default: '2' },
+    /** Stage 2 overrides, `stage2.opdCoef=1`; the row is recorded as `seed[stage2.opdCoef=1]`. */
+    set: { type: 'string', multiple: true, default: [] },
   },
 }).values
 
@@ -86,10 +88,26 @@ function writeAtomic(path: string, text: string): void {
   renameSync(`${path}.tmp`, path)
 }
 
+/** `--set stage2.<name>=<number>` overrides (Stage 2 only: the cached warm-start and Stage 1 stay valid). */
+const overrides = (args.set ?? []).map((s) => {
+  const match = /^stage2\.([A-Za-z]+)=(-?[0-9.eE+-]+)$/.exec(s)
+  if (!match) throw new Error(`--set ${s}: expected stage2.<name>=<number>`)
+  return { name: match[1] as string, value: Number(match[2]) }
+})
+/** The row's key in the results: its name, with the overrides it ran under. */
+const rowKey = (row: string) => (args.set?.length ? `${row}[${args.set.join(',')}]` : row)
+
 function config(env: RunEnvName, row: AlgorithmName, seed: number): RunConfig {
   const c = cpuPreset(env, row)
   const iterations = args.iterations ? Number(args.iterations) : c.stage2.iterations
-  return { ...c, seed, stage2: { ...c.stage2, iterations } }
+  const stage2: Record<string, unknown> = { ...c.stage2, iterations }
+  for (const o of overrides) {
+    if (typeof stage2[o.name] !== 'number') throw new Error(`--set stage2.${o.name}: not a numeric Stage 2 setting`)
+    stage2[o.name] = o.value
+  }
+  const parsed = parseRunConfig({ ...c, seed, stage2 })
+  if (!parsed.ok) throw new Error(`--set: ${parsed.problems.join('; ')}`)
+  return parsed.config
 }
 
 // ---- cached checkpoints and evaluations (shared by the rows of one env and seed) ----
@@ -258,7 +276,7 @@ async function stage2(
 
 for (const env of envs) {
   for (const seed of seeds) {
-    const todo = rows.filter((row) => !readResults()[env]?.[row]?.[String(seed)])
+    const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
     if (todo.length === 0) {
       log(`${env} seed ${seed}: ${rows.join(', ')} already in ${args.out}; skipped`)
       continue
@@ -283,15 +301,16 @@ for (const env of envs) {
       const entries = [...warm.evaluations, ...(fromStage1 ? pi0.evaluations : []), ...run.entries]
       const results = readResults()
       results[env] ??= {}
-      results[env][row] ??= {}
-      results[env][row][String(seed)] = entries
+      const key = rowKey(row)
+      results[env][key] ??= {}
+      results[env][key][String(seed)] = entries
       mkdirSync(join(args.out, '..'), { recursive: true })
       writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
-      const diagnostics = join(join(args.out, '..'), 'learning-runs', `${env}-${row}-${seed}.json`)
+      const diagnostics = join(join(args.out, '..'), 'learning-runs', `${env}-${rowKey(row)}-${seed}.json`)
       mkdirSync(join(diagnostics, '..'), { recursive: true })
       writeAtomic(diagnostics, `${JSON.stringify({ config: c, iterations: run.iterations }, null, 1)}\n`)
       await writeLearningReport(args.out, results)
-      log(`${env} seed ${seed}: ${row} written to ${args.out}`)
+      log(`${env} seed ${seed}: ${rowKey(row)} written to ${args.out}`)
     }
   }
 }

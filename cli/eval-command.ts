@@ -24,15 +24,13 @@ import {
   ENV_STEP_CAPS,
   type PromptSettings,
   paperPreset,
-  parseRunConfig,
   RUN_ENV_NAMES,
   type RunConfig,
   type RunEnvName,
 } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
-import { getJson } from '../store/json.ts'
-import { assertValidRunId, keys } from '../store/keys.ts'
+import { RunInputError, runCheckpoint, runConfigOf } from './run-checkpoint.ts'
 
 export const EVAL_SPLITS = ['validation', 'test-seen', 'test-unseen'] as const
 type EvalSplit = (typeof EVAL_SPLITS)[number]
@@ -52,9 +50,7 @@ export interface EvalOptions {
 }
 
 /** A bad flag or an unknown checkpoint, run or iteration: the CLI prints the message and exits 1. */
-export class EvalInputError extends Error {
-  override name = 'EvalInputError'
-}
+export const EvalInputError = RunInputError
 
 /** Where the evaluated checkpoint came from, as the JSON records it. */
 export interface EvalCheckpointSource {
@@ -111,66 +107,6 @@ async function isFolder(path: string): Promise<boolean> {
   }
 }
 
-async function runConfigOf(store: ArtifactStore, runId: string): Promise<RunConfig> {
-  try {
-    assertValidRunId(runId)
-  } catch (error) {
-    throw new EvalInputError((error as Error).message)
-  }
-  const key = keys.runRecord(runId)
-  if (!(await store.head(key))) throw new EvalInputError(`unknown run ${runId}: no ${key} in ${store.location}`)
-  const record = (await getJson(store, key)) as { config?: unknown }
-  const parsed = parseRunConfig(record.config)
-  if (!parsed.ok)
-    throw new EvalInputError(`run ${runId}: ${key} holds an invalid config: ${parsed.problems.join('; ')}`)
-  return parsed.config
-}
-
-/** The latest attempt of iteration k's checkpoint folder (a recomputed update writes beside the first). */
-async function iterationCheckpoint(store: ArtifactStore, runId: string, k: number): Promise<string | undefined> {
-  let found: string | undefined
-  for (let attempt = 0; ; attempt++) {
-    const model = keys.checkpoint(runId, k, 'model.safetensors', attempt)
-    if (!(await store.head(model))) return found
-    found = model.slice(0, -'model.safetensors'.length)
-  }
-}
-
-/** The checkpoint prefix of `--iteration` (k, base, stage1 or final) in run `runId`. */
-async function runCheckpoint(store: ArtifactStore, runId: string, config: RunConfig, iteration: string) {
-  const folder = (modelKey: string) => modelKey.slice(0, -'model.safetensors'.length)
-  const exists = async (prefix: string) => (await store.head(`${prefix}model.safetensors`)) !== undefined
-  const base = folder(keys.baseCheckpoint(runId, 'model.safetensors'))
-  const stage1 = folder(keys.sftCheckpoint(runId, 'model.safetensors'))
-  if (iteration === 'base' || iteration === 'stage1') {
-    const prefix = iteration === 'base' ? base : stage1
-    if (!(await exists(prefix)))
-      throw new EvalInputError(
-        `run ${runId} (algorithm ${config.algorithm}) has no ${iteration} checkpoint: ${prefix} is missing`,
-      )
-    return prefix
-  }
-  if (iteration === 'final') {
-    for (let k = config.stage2.iterations - 1; k >= 0; k--) {
-      const prefix = await iterationCheckpoint(store, runId, k)
-      if (prefix) return prefix
-    }
-    for (const prefix of [stage1, base]) if (await exists(prefix)) return prefix
-    throw new EvalInputError(`run ${runId} has no checkpoint yet (not even ${base})`)
-  }
-  const k = /^\d+$/.test(iteration) ? Number(iteration) : Number.NaN
-  if (!Number.isSafeInteger(k) || k > 9999)
-    throw new EvalInputError(`unknown iteration ${JSON.stringify(iteration)}: use a number k, base, stage1 or final`)
-  const prefix = await iterationCheckpoint(store, runId, k)
-  if (!prefix) {
-    throw new EvalInputError(
-      `run ${runId} has no checkpoint of iteration ${k}: ${keys.iterationPrefix(runId, k)}checkpoint/ is missing ` +
-        `(the run plans ${config.stage2.iterations} iterations, 0 … ${config.stage2.iterations - 1})`,
-    )
-  }
-  return prefix
-}
-
 /** The run id of a key under runs/<id>/, if any. */
 function runOfKey(key: string): string | undefined {
   return /^runs\/([^/]+)\//.exec(key)?.[1]
@@ -187,7 +123,7 @@ async function resolveCheckpoint(
     const s = store()
     const config = await runConfigOf(s, options.run)
     const iteration = options.iteration ?? 'final'
-    const prefix = await runCheckpoint(s, options.run, config, iteration)
+    const { prefix } = await runCheckpoint(s, options.run, config, iteration)
     return {
       source: { kind: 'store', location: prefix, run: options.run, iteration },
       load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,

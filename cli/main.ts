@@ -5,6 +5,7 @@ import { envServeCommand, parsePort } from './env-command.ts'
 import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
 import { runCommand, workerCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
+import { registerStoreCommands } from './store-commands.ts'
 
 const program = new Command()
   .name('seedflow')
@@ -125,6 +126,8 @@ program
   .option('--port <port>', 'port (0 = any free one)', parsePort, 0)
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .action(envServeCommand)
+
+registerStoreCommands(program) // audit, export
 
 program
   .command('up')

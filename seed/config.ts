@@ -184,6 +184,20 @@ const Evaluation = z.object({
   every: int(0),
 })
 
+/** Which iteration checkpoints a run keeps (DESIGN.md section 4); the base and Stage 1 checkpoints are always kept. */
+const Retention = z.object({
+  /** The last N iteration checkpoints are kept (the newest one is the next iteration's acting policy). */
+  keepLast: positiveInt().default(3),
+  /** Keep the checkpoint with the highest held-out success. */
+  keepBest: z.boolean().default(true),
+  /** Keep every checkpoint that was evaluated. */
+  keepEvaluated: z.boolean().default(true),
+  /** Drop optimizer.safetensors from every checkpoint but the newest (only the next update reads it). */
+  optimizerStateOnlyForLast: z.boolean().default(true),
+})
+
+export const RETENTION_DEFAULTS: Readonly<z.infer<typeof Retention>> = Object.freeze(Retention.parse({}))
+
 export const RunConfigSchema = z
   .object({
     env: z.enum(RUN_ENV_NAMES),
@@ -199,6 +213,8 @@ export const RunConfigSchema = z
     seed: int(0),
     /** ORT intra-op threads of in-process runs (scripts, benches); a worker uses SEEDFLOW_ORT_THREADS. 1 makes runs bit-reproducible. */
     threads: positiveInt(),
+    /** Absent or partial: the defaults (keep the last 3, the best and every evaluated one; optimizer for the last). */
+    retention: Retention.prefault({}),
   })
   .superRefine((c, ctx) => {
     const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message })
@@ -253,6 +269,7 @@ export type PromptSettings = RunConfig['prompt']
 export type WarmstartConfig = z.infer<typeof Warmstart>
 export type Stage1Config = RunConfig['stage1']
 export type EvaluationConfig = RunConfig['evaluation']
+export type RetentionConfig = RunConfig['retention']
 export type BuiltinModelConfig = z.infer<typeof BuiltinModel>
 export type ImportedModelConfig = z.infer<typeof ImportedModel>
 

@@ -1,4 +1,6 @@
 import type { ArtifactStore, CreateResult, ObjectInfo } from './artifact-store.ts'
+import { IntegrityError } from './errors.ts'
+import { sha256Hex } from './hash.ts'
 
 /** Stable JSON: two-space indent, trailing newline, so equal values give equal bytes and equal hashes. */
 export function encodeJson(value: unknown): Buffer {
@@ -13,9 +15,23 @@ export function putJsonIfAbsent(store: ArtifactStore, key: string, value: unknow
   return store.putIfAbsent(key, encodeJson(value))
 }
 
-/** Parses a verified object; the caller validates the shape (with the module's zod schema). */
-export async function getJson(store: ArtifactStore, key: string): Promise<unknown> {
+/**
+ * The object's bytes, checked against the sha256 the caller was handed (a manifest's or a phase result's): the
+ * store checks its own record on every read, this checks that the object is still the one the caller means.
+ */
+export async function getExpected(store: ArtifactStore, key: string, sha256: string): Promise<Buffer> {
   const bytes = await store.get(key)
+  const actual = sha256Hex(bytes)
+  if (actual !== sha256) throw new IntegrityError(key, sha256, actual, 'not the artifact the reader was handed')
+  return bytes
+}
+
+/**
+ * Parses a verified object (also against `sha256` when given); the caller validates the shape (with the
+ * module's zod schema).
+ */
+export async function getJson(store: ArtifactStore, key: string, sha256?: string): Promise<unknown> {
+  const bytes = sha256 === undefined ? await store.get(key) : await getExpected(store, key, sha256)
   try {
     return JSON.parse(bytes.toString('utf8'))
   } catch (error) {

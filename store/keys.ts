@@ -87,7 +87,9 @@ export const keys = {
   runRecord: (runId: string) => key(run(runId), 'run.json'),
   /** The plan the workflows follow (shards per iteration), written by planRun and read by the shard phases. */
   runPlan: (runId: string) => key(run(runId), 'plan.json'),
-  baseCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'base', 'checkpoint', file),
+  /** The base checkpoint (warm-start or import); a recomputed attempt goes beside the first (`checkpoint.attempt-1/`). */
+  baseCheckpoint: (runId: string, file: CheckpointFile, attempt = 0) =>
+    key(run(runId), 'base', attempted('checkpoint', attempt), file),
 
   /** Manifest of a run-level phase shard (warmstart, sft, ...), outside any iteration. */
   stagePhaseManifest: (runId: string, phase: Phase, shard: number, attempt = 0) =>
@@ -95,12 +97,15 @@ export const keys = {
   stagePhaseProgress: (runId: string, phase: Phase, shard: number, attempt = 0) =>
     key(run(runId), phase, attempted(`${pad4(shard)}.progress.json`, attempt)),
 
-  sftTrajectories: (runId: string, shard: number) => key(run(runId), 'sft', 'trajectories', `${pad4(shard)}.jsonl.gz`),
-  sftAnnotations: (runId: string) => key(run(runId), 'sft', 'annotations.jsonl'),
-  sftCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'sft', 'checkpoint', file),
+  sftTrajectories: (runId: string, shard: number, attempt = 0) =>
+    key(run(runId), 'sft', 'trajectories', attempted(`${pad4(shard)}.jsonl.gz`, attempt)),
+  /** The Stage 1 skill library (written by `sft` or `annotate`, under that phase's attempt). */
+  sftAnnotations: (runId: string, attempt = 0) => key(run(runId), 'sft', attempted('annotations.jsonl', attempt)),
+  sftCheckpoint: (runId: string, file: CheckpointFile, attempt = 0) =>
+    key(run(runId), 'sft', attempted('checkpoint', attempt), file),
 
   iterationPrefix: (runId: string, k: number) => `${iteration(runId, k)}/`,
-  snapshot: (runId: string, k: number) => key(iteration(runId, k), 'snapshot.json'),
+  snapshot: (runId: string, k: number, attempt = 0) => key(iteration(runId, k), attempted('snapshot.json', attempt)),
   rollouts: (runId: string, k: number, shard: number, attempt = 0) =>
     key(iteration(runId, k), 'rollouts', attempted(`${pad4(shard)}.jsonl.gz`, attempt)),
   skills: (runId: string, k: number, shard: number, attempt = 0) =>
@@ -121,7 +126,15 @@ export const keys = {
   iterationManifest: (runId: string, k: number, attempt = 0) =>
     key(iteration(runId, k), attempted('manifest.json', attempt)),
 
-  evaluation: (runId: string, k: number) => key(run(runId), 'eval', `${pad4(k)}.json`),
+  evaluation: (runId: string, k: number, attempt = 0) => key(run(runId), 'eval', attempted(`${pad4(k)}.json`, attempt)),
   /** Evaluations before Stage 2 (`base`: the warm-start or imported checkpoint; `stage1`: π_0). */
-  stageEvaluation: (runId: string, stage: 'base' | 'stage1') => key(run(runId), 'eval', `${stage}.json`),
+  stageEvaluation: (runId: string, stage: 'base' | 'stage1', attempt = 0) =>
+    key(run(runId), 'eval', attempted(`${stage}.json`, attempt)),
+
+  /** What retention pruned after iteration k: a manifest whose every entry is marked pruned (written before deleting). */
+  retentionRecord: (runId: string, k: number) => key(run(runId), 'retention', `${pad4(k)}.json`),
+  retentionPrefix: (runId: string) => `${run(runId)}/retention/`,
+  /** One accepted hyperparameter change (the `setHyperparameters` update), numbered from 0 in the order accepted. */
+  hyperparameterChange: (runId: string, seq: number) => key(run(runId), 'hyperparameters', `${pad4(seq)}.json`),
+  hyperparametersPrefix: (runId: string) => `${run(runId)}/hyperparameters/`,
 } as const

@@ -1,12 +1,19 @@
 import type { ObjectInfo } from './artifact-store.ts'
 
-/** One artifact as a manifest records it. `pruned` marks a blob removed by retention on purpose. */
+/** Why and when retention removed a blob on purpose: what tells `seedflow audit` pruned from broken. */
+export interface Pruning {
+  at: string
+  reason: string
+}
+
+/** One artifact as a manifest records it. */
 export interface ManifestEntry {
   sha256: string
   bytes: number
   /** Keys of the artifacts this one was computed from (lineage for audit). */
   parents: string[]
-  pruned?: boolean
+  /** Set in retention records only: the blob was (or is about to be) deleted by retention. */
+  pruned?: Pruning
 }
 
 /** Artifact key → what was written; what `seedflow audit` checks. */

@@ -187,6 +187,12 @@ describe('pipeline activities on the filesystem store', () => {
       const changed = await acts.prepare({ run: r })
       assert.equal(changed.reused, false)
       assert.equal(changed.manifestKey, keys.stagePhaseManifest('imported-run', 'import', 0, 1))
+      // the recomputed attempt writes beside the first, which stays for audit
+      assert.equal(changed.checkpoint.prefix, 'runs/imported-run/base/checkpoint.attempt-1/')
+      assert.equal(
+        (await store.head(keys.baseCheckpoint('imported-run', 'model.safetensors')))?.sha256,
+        first.checkpoint.sha256,
+      )
     } finally {
       await rm(folder, { recursive: true, force: true })
     }

@@ -14,6 +14,7 @@ import { ALGORITHMS } from '../../seed/algorithms.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { Manifest } from '../../store/manifest.ts'
+import { readPruned } from '../../store/pruned.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
@@ -184,9 +185,14 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
         expected.filter((key) => !listed.includes(key)),
         [],
       )
+      // default retention keeps optimizer state only for the newest checkpoint: iteration 0's is recorded as pruned
+      const pruned = await readPruned(store, RUN_ID)
+      assert.deepEqual([...pruned.keys()], [keys.checkpoint(RUN_ID, 0, 'optimizer.safetensors')])
       for (const [key, entry] of Object.entries(manifest.artifacts)) {
         const head = await store.head(key)
-        assert.deepEqual([head?.sha256, head?.bytes], [entry.sha256, entry.bytes], key)
+        const expected = pruned.has(key) ? [undefined, undefined] : [entry.sha256, entry.bytes]
+        assert.deepEqual([head?.sha256, head?.bytes], expected, key)
+        if (pruned.has(key)) assert.equal(pruned.get(key)?.sha256, entry.sha256)
       }
       const rescore = manifest.artifacts[keys.rescore(RUN_ID, k, 0)]
       assert.ok(rescore?.parents.includes(keys.snapshot(RUN_ID, k)), `rescore parents: ${rescore?.parents}`)

@@ -16,6 +16,8 @@ describe('artifact keys', () => {
     assert.equal(keys.iterationManifest('r1', 0), 'runs/r1/iterations/0000/manifest.json')
     assert.equal(keys.evaluation('r1', 5), 'runs/r1/eval/0005.json')
     assert.equal(keys.stagePhaseManifest('r1', 'sft', 0), 'runs/r1/sft/0000.manifest.json')
+    assert.equal(keys.retentionRecord('r1', 4), 'runs/r1/retention/0004.json')
+    assert.equal(keys.hyperparameterChange('r1', 0), 'runs/r1/hyperparameters/0000.json')
   })
 
   it('puts a recomputed attempt beside the first one', () => {
@@ -27,6 +29,16 @@ describe('artifact keys', () => {
     assert.equal(keys.checkpoint('r1', 3, 'config.json', 1), 'runs/r1/iterations/0003/checkpoint.attempt-1/config.json')
     assert.equal(keys.metrics('r1', 3, 1), 'runs/r1/iterations/0003/metrics.attempt-1.json')
     assert.equal(keys.iterationManifest('r1', 3, 1), 'runs/r1/iterations/0003/manifest.attempt-1.json')
+    assert.equal(
+      keys.baseCheckpoint('r1', 'model.safetensors', 1),
+      'runs/r1/base/checkpoint.attempt-1/model.safetensors',
+    )
+    assert.equal(keys.sftCheckpoint('r1', 'config.json', 2), 'runs/r1/sft/checkpoint.attempt-2/config.json')
+    assert.equal(keys.sftAnnotations('r1', 1), 'runs/r1/sft/annotations.attempt-1.jsonl')
+    assert.equal(keys.sftTrajectories('r1', 0, 1), 'runs/r1/sft/trajectories/0000.attempt-1.jsonl.gz')
+    assert.equal(keys.snapshot('r1', 3, 1), 'runs/r1/iterations/0003/snapshot.attempt-1.json')
+    assert.equal(keys.evaluation('r1', 3, 1), 'runs/r1/eval/0003.attempt-1.json')
+    assert.equal(keys.stageEvaluation('r1', 'stage1', 1), 'runs/r1/eval/stage1.attempt-1.json')
     assert.throws(() => keys.rollouts('r1', 3, 2, -1), /attempt must be a non-negative integer, got -1/)
   })
 

@@ -1,0 +1,119 @@
+// `seedflow export` on a micro run written to a folder store by the real pipeline activities (3 iterations,
+// evaluated after iterations 1 and 2, retention keeping only the last checkpoint): a checkpoint comes out as a
+// plain folder whose files are the recorded ones; pruned checkpoints and pruned optimizer state are refused;
+// a damaged file fails the export without leaving a partial file.
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { createPipelineActivities } from '../../activities/pipeline.ts'
+import { type ExportOptions, exportCommand } from '../../cli/export-command.ts'
+import { createLocalEngine } from '../../engine/index.ts'
+import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
+import { FsArtifactStore } from '../../store/fs-store.ts'
+import { sha256Hex } from '../../store/hash.ts'
+import { keys } from '../../store/keys.ts'
+import { microConfig } from '../activities/core/micro.ts'
+import { type MicroRun, runMicro } from '../activities/micro-run.ts'
+import { seedflow } from './seedflow-process.ts'
+
+const RUN = 'export-run'
+const quiet = { out: () => {} }
+
+describe('seedflow export', () => {
+  let root: string
+  let store: FsArtifactStore
+  let micro: MicroRun
+  let n = 0
+  const outDir = () => join(root, 'exports', String(n++))
+  const run = (options: Partial<ExportOptions> & { out?: string }) =>
+    exportCommand(RUN, { out: outDir(), ...options }, quiet, store)
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'seedflow-export-'))
+    store = new FsArtifactStore(join(root, 'artifacts'))
+    const engine = createLocalEngine({ threads: 1 })
+    const c = microConfig('seed')
+    micro = await runMicro(createPipelineActivities({ store, engine }), RUN, {
+      ...c,
+      stage2: { ...c.stage2, iterations: 3 },
+      evaluation: { ...c.evaluation, tasks: 2, every: 2 },
+      retention: { ...c.retention, keepLast: 1 },
+    })
+    await engine.close()
+  })
+
+  after(() => rm(root, { recursive: true, force: true }))
+
+  it('copies the final checkpoint into a plain folder: the recorded files, byte for byte, loadable as a model folder', async () => {
+    const out = outDir()
+    const files = await run({ out })
+    assert.deepEqual(files.map((f) => f.file).sort(), ['config.json', 'model.safetensors', 'tokenizer.json'])
+    assert.deepEqual((await readdir(out)).sort(), ['config.json', 'model.safetensors', 'tokenizer.json'])
+    for (const f of files) {
+      assert.equal(f.key, `${micro.checkpoints[2]?.prefix}${f.file}`)
+      assert.equal(sha256Hex(await readFile(join(out, f.file))), (await store.head(f.key))?.sha256)
+    }
+    assert.equal(files.find((f) => f.file === 'model.safetensors')?.sha256, micro.checkpoints[2]?.sha256)
+    const imported = await importHuggingFaceFolder(out)
+    assert.equal(imported.checkpoint.config.numLayers, 1)
+  })
+
+  it('copies the optimizer state on request, and the base and Stage 1 checkpoints by name', async () => {
+    const withOptimizer = await run({ optimizer: true })
+    assert.ok(withOptimizer.some((f) => f.file === 'optimizer.safetensors'))
+    const base = await run({ iteration: 'base' })
+    assert.ok(base.every((f) => f.key.startsWith(`${micro.base.prefix}`)))
+    const stage1 = await run({ iteration: 'stage1' })
+    assert.ok(stage1.every((f) => f.key.startsWith(`${micro.stage1.prefix}`)))
+  })
+
+  it('refuses a checkpoint that retention pruned, saying when, why and where it is recorded', async () => {
+    await assert.rejects(
+      run({ iteration: '0' }),
+      new RegExp(
+        `the checkpoint runs/${RUN}/iterations/0000/checkpoint/ of run ${RUN} was pruned by retention on .*not evaluated; recorded in runs/${RUN}/retention/0001\\.json`,
+      ),
+    )
+  })
+
+  it('exports a kept checkpoint whose optimizer state was pruned, and refuses --optimizer for it', async () => {
+    const files = await run({ iteration: '1' })
+    assert.equal(files.find((f) => f.file === 'model.safetensors')?.sha256, micro.checkpoints[1]?.sha256)
+    await assert.rejects(
+      run({ iteration: '1', optimizer: true }),
+      /optimizer\.safetensors is missing .*retention keeps optimizer state only for the newest checkpoint/,
+    )
+  })
+
+  it('does not overwrite files already in the folder', async () => {
+    const out = outDir()
+    await run({ out })
+    await assert.rejects(run({ out }), /model\.safetensors exists already: export into an empty folder/)
+  })
+
+  it('fails on a damaged file, naming it, and leaves nothing behind', async () => {
+    const key = keys.checkpoint(RUN, 2, 'config.json')
+    const path = join(root, 'artifacts', key)
+    const original = await readFile(path)
+    await writeFile(path, Buffer.from(original.toString('utf8').replace('{', '{ ')))
+    const out = outDir()
+    try {
+      await assert.rejects(run({ out }), (e: Error) => e.name === 'IntegrityError' && e.message.includes(key))
+    } finally {
+      await writeFile(path, original)
+    }
+    assert.deepEqual(await readdir(out), [], 'the files copied before the damaged one are taken back')
+  })
+
+  it('the binary exits 1 with the reason for a pruned checkpoint, and rejects an unknown run', async () => {
+    const env = { SEEDFLOW_ARTIFACTS_DIR: join(root, 'artifacts'), SEEDFLOW_S3_BUCKET: '' }
+    const pruned = await seedflow(['export', RUN, '--iteration', '0', '--out', outDir()], env)
+    assert.equal(pruned.code, 1)
+    assert.match(pruned.err, /seedflow: the checkpoint .* was pruned by retention/)
+    const unknown = await seedflow(['export', 'ghost', '--out', outDir()], env)
+    assert.equal(unknown.code, 1)
+    assert.match(unknown.err, /seedflow: unknown run ghost: no runs\/ghost\/run\.json/)
+  })
+})

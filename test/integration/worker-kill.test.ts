@@ -5,14 +5,11 @@
 // counters files show that the shards finished before the kill were never computed again and the others exactly
 // once, and Temporal's history that the interrupted shard was retried after a heartbeat timeout.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client'
 import { decodeTimeoutType } from '@temporalio/common'
-import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../../infra/s3-server.ts'
-import { PROJECT_ROOT } from '../../infra/tools.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import type { CountersLine } from '../../workers/counters-file.ts'
@@ -20,6 +17,7 @@ import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
 import { microConfig } from '../activities/core/micro.ts'
 import { testS3Store, testServers } from './servers.ts'
+import { alive, countersOf, sleep, startWorker, stopWorker, tail, type WorkerProcess } from './worker-processes.ts'
 
 const RUN_ID = `worker-kill-${process.pid}`
 const PREFIX = `worker-kill-${process.pid}`
@@ -41,76 +39,28 @@ function config() {
   }
 }
 
-interface WorkerProcess {
-  name: string
-  proc: ChildProcess
-  exited: Promise<void>
-  counters: string
-  log: string
+function startKillTestWorker(dir: string, name: string): WorkerProcess {
+  return startWorker({
+    dir,
+    name,
+    prefix: PREFIX,
+    args: [
+      '--heartbeat-timeout',
+      String(HEARTBEAT_TIMEOUT_S),
+      '--episodes-per-shard',
+      '4',
+      // one shard at a time: at the kill, some shards are finished and exactly one is running
+      '--model-activities',
+      '1',
+    ],
+  })
 }
 
-function startWorker(dir: string, name: string): WorkerProcess {
-  const { temporalAddress, s3Endpoint, s3Bucket } = testServers()
-  const counters = join(dir, `${name}.counters.jsonl`)
-  const log = join(dir, `${name}.log`)
-  const out = openSync(log, 'w')
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TEMPORAL_ADDRESS: temporalAddress,
-    SEEDFLOW_S3_BUCKET: s3Bucket,
-    SEEDFLOW_S3_ENDPOINT: s3Endpoint,
-    SEEDFLOW_S3_PREFIX: PREFIX,
-    AWS_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
-    AWS_REGION: LOCAL_S3_REGION,
-    SEEDFLOW_HOME: join(dir, 'home'),
-    SEEDFLOW_ORT_THREADS: '1', // deterministic, and light on a 2-core machine
-  }
-  const args = [
-    join(PROJECT_ROOT, 'cli', 'bin.js'),
-    'worker',
-    '--counters-file',
-    counters,
-    '--heartbeat-timeout',
-    String(HEARTBEAT_TIMEOUT_S),
-    '--episodes-per-shard',
-    '4',
-    // one shard at a time: at the kill, some shards are finished and exactly one is running
-    '--model-activities',
-    '1',
-  ]
-  const proc = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', out, out] })
-  closeSync(out)
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
-  return { name, proc, exited, counters, log }
-}
-
-function alive(w: WorkerProcess): boolean {
-  return w.proc.exitCode === null && w.proc.signalCode === null
-}
-
-/** SIGKILL to the worker's process (by its PID), then wait for it to be gone. */
-async function kill(w: WorkerProcess): Promise<void> {
-  if (!alive(w) || w.proc.pid === undefined) return
-  process.kill(w.proc.pid, 'SIGKILL')
-  await w.exited
-}
-
-function countersOf(w: WorkerProcess): CountersLine[] {
-  if (!existsSync(w.counters)) return []
-  return readFileSync(w.counters, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim().length > 0)
-    .map((l) => JSON.parse(l) as CountersLine)
-}
+const kill = (w: WorkerProcess) => stopWorker(w, 'SIGKILL')
 
 /** Rollout events of iteration 0, by event kind: the shard of each, in order. */
 function rolloutShards(lines: CountersLine[], event: CountersLine['event']): number[] {
   return lines.filter((l) => l.phase === 'rollout' && l.iteration === 0 && l.event === event).map((l) => l.shard)
-}
-
-function tail(w: WorkerProcess): string {
-  return existsSync(w.log) ? readFileSync(w.log, 'utf8').split('\n').slice(-15).join('\n') : '(no log)'
 }
 
 async function rolloutManifests(store: S3ArtifactStore, attempt = 0): Promise<number[]> {
@@ -119,8 +69,6 @@ async function rolloutManifests(store: S3ArtifactStore, attempt = 0): Promise<nu
     if (await store.head(keys.phaseManifest(RUN_ID, 0, 'rollout', shard, attempt))) found.push(shard)
   return found
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Waits until a rollout shard's manifest is in the store and the worker has started computing another shard
@@ -173,7 +121,7 @@ describe('killing the worker during a rollout (separate worker processes, real d
 
   it('completes the run on a new worker, computing only the shards not finished before the kill', async () => {
     const started = Date.now()
-    const first = startWorker(dir, 'worker-1')
+    const first = startKillTestWorker(dir, 'worker-1')
     workers.push(first)
     handle = await client.workflow.start(seedRun, {
       taskQueue: TASK_QUEUES.control,
@@ -189,7 +137,7 @@ describe('killing the worker during a rollout (separate worker processes, real d
     assert.ok(finishedAtKill.length < SHARDS, `the kill landed after the last shard: ${finishedAtKill}`)
     assert.ok(!finishedAtKill.includes(interrupted), `shard ${interrupted} finished before the kill landed`)
 
-    const second = startWorker(dir, 'worker-2')
+    const second = startKillTestWorker(dir, 'worker-2')
     workers.push(second)
     const result = await handle.result()
     const finishedAt = Date.now()

@@ -3,6 +3,7 @@
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
 // with create-if-absent, so two workers racing on one shard agree on one result.
+import { inPhaseBody, phaseFault } from '../infra/faults.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
@@ -55,6 +56,10 @@ export interface PhaseEvent {
   event: 'computing' | 'computed' | 'reused'
   scope: PhaseScope
   attempt: number
+  /** `computed` and `reused`: seconds in the wrapper (looking up manifests, computing, writing the manifest). */
+  seconds?: number
+  /** `computed` and `reused`: the statistics the manifest records. */
+  stats?: unknown
 }
 
 /**
@@ -129,25 +134,35 @@ export async function runPhase<S>(
   compute: (ctx: PhaseContext) => Promise<{ outputs: Record<string, ObjectInfo>; stats: S }>,
 ): Promise<PhaseResult<S>> {
   const { store } = deps
+  const started = performance.now()
+  const seconds = () => (performance.now() - started) / 1000
+  const place = {
+    phase: scope.phase,
+    shard: scope.shard,
+    description: `${scope.phase} shard ${scope.shard}${scope.iteration === undefined ? '' : ` of iteration ${scope.iteration}`} of run ${scope.runId}`,
+  }
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const key = manifestKey(scope, attempt)
     if (await store.head(key)) {
       const manifest = (await getJson(store, key)) as PhaseManifest<S>
       if (await reusable(store, manifest, spec.configSha256, spec.inputs)) {
-        deps.counters?.record({ event: 'reused', scope, attempt })
+        deps.counters?.record({ event: 'reused', scope, attempt, seconds: seconds(), stats: manifest.stats })
         return { manifestKey: key, attempt, reused: true, outputs: manifest.outputs, stats: manifest.stats }
       }
       continue // made from another config or other inputs, or its outputs changed: keep it, try the next attempt
     }
     const progress = progressKey(scope, attempt)
     deps.counters?.record({ event: 'computing', scope, attempt })
-    const { outputs, stats } = await compute({
-      attempt,
-      loadProgress: async <T>() => ((await store.head(progress)) ? ((await getJson(store, progress)) as T) : undefined),
-      saveProgress: async (value) => {
-        await putJson(store, progress, value)
-      },
-    })
+    const { outputs, stats } = await inPhaseBody(place, () =>
+      compute({
+        attempt,
+        loadProgress: async <T>() =>
+          (await store.head(progress)) ? ((await getJson(store, progress)) as T) : undefined,
+        saveProgress: async (value) => {
+          await putJson(store, progress, value)
+        },
+      }),
+    )
     const manifest: PhaseManifest<S> = {
       version: 1,
       scope,
@@ -164,12 +179,13 @@ export async function runPhase<S>(
       // another worker finished this attempt first: its result stands if it matches, else go on
       const theirs = (await getJson(store, key)) as PhaseManifest<S>
       if (await reusable(store, theirs, spec.configSha256, spec.inputs)) {
-        deps.counters?.record({ event: 'reused', scope, attempt })
+        deps.counters?.record({ event: 'reused', scope, attempt, seconds: seconds(), stats: theirs.stats })
         return { manifestKey: key, attempt, reused: true, outputs: theirs.outputs, stats: theirs.stats }
       }
       continue
     }
-    deps.counters?.record({ event: 'computed', scope, attempt })
+    deps.counters?.record({ event: 'computed', scope, attempt, seconds: seconds(), stats })
+    phaseFault('after-manifest', place)
     return { manifestKey: key, attempt, reused: false, outputs, stats }
   }
   throw new Error(`${scope.phase} shard ${scope.shard} of run ${scope.runId}: ${MAX_ATTEMPTS} attempts, none reusable`)

@@ -3,9 +3,10 @@ import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
-import { runCommand, workerCommand } from './run-command.ts'
+import { runCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 import { registerStoreCommands } from './store-commands.ts'
+import { parseExecutionProvider, WORKER_ROLES, workerCommand } from './worker-command.ts'
 
 const program = new Command()
   .name('seedflow')
@@ -48,6 +49,21 @@ function nonNegativeInt(value: string): number {
   return n
 }
 
+/** A port for seedflow's metrics; the SDK's go on the next one. */
+function metricsPort(value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1 || n > 65534) throw new InvalidArgumentError(`not a port in 1..65534: ${value}`)
+  return n
+}
+
+function executionProvider(value: string) {
+  try {
+    return parseExecutionProvider(value)
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message)
+  }
+}
+
 function positiveNumber(value: string): number {
   const n = Number(value)
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`not a positive number: ${value}`)
@@ -87,7 +103,12 @@ program
 
 program
   .command('worker')
-  .description('run the all-in-one worker (workflows and every activity) until interrupted')
+  .description(
+    'run a worker until interrupted: local (the default) polls every task queue; control runs the workflows and ' +
+      'light activities (queue seedflow), rollout the seedflow-rollout queue, train the seedflow-train queue; ' +
+      'start as many rollout workers as you like, they share the fan-out',
+  )
+  .argument('[role]', Object.keys(WORKER_ROLES).join(' | '), 'local')
   .addOption(
     new Option(
       '--counters-file <path>',
@@ -114,6 +135,27 @@ program
     )
       .argParser(positiveInt)
       .env('SEEDFLOW_MODEL_ACTIVITIES'),
+  )
+  .addOption(
+    new Option(
+      '--metrics-port <port>',
+      "serve Prometheus metrics at http://<host>:<port>/metrics (seedflow's) and <port+1> (the Temporal SDK's)",
+    )
+      .argParser(metricsPort)
+      .env('SEEDFLOW_METRICS_PORT'),
+  )
+  .addOption(
+    new Option('--metrics-host <address>', 'address the metrics endpoints listen on')
+      .default('127.0.0.1')
+      .env('SEEDFLOW_METRICS_HOST'),
+  )
+  .addOption(
+    new Option(
+      '--execution-provider <ep>',
+      'where models run: cpu, cuda or cuda:<device> (checked at start; CUDA needs the onnxruntime-node CUDA build)',
+    )
+      .argParser(executionProvider)
+      .env('SEEDFLOW_EXECUTION_PROVIDER'),
   )
   .action(workerCommand)
 

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client'
-import { DefaultLogger, Runtime } from '@temporalio/worker'
+import { DefaultLogger, Runtime, type RuntimeOptions } from '@temporalio/worker'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
 import { cpuSokobanPreset, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -8,13 +8,12 @@ import { storeFromEnv } from '../store/from-env.ts'
 import { FsArtifactStore } from '../store/fs-store.ts'
 import { assertValidRunId } from '../store/keys.ts'
 import { type TemporalTarget, temporalTarget } from '../workers/connection.ts'
-import { countersWritingTo } from '../workers/counters-file.ts'
 import { createLocalWorker } from '../workers/local.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
 import { type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
 import { formatEvaluation, watchRun } from './progress.ts'
 
-function say(line: string): void {
+export function say(line: string): void {
   process.stdout.write(`seedflow: ${line}\n`)
 }
 
@@ -37,7 +36,7 @@ function defaultRunId(now = new Date()): string {
 }
 
 /** The embedded dev server (started or reused) unless TEMPORAL_ADDRESS & co. name a cluster. */
-async function resolveTemporal(): Promise<{ target: TemporalTarget; uiUrl?: string }> {
+export async function resolveTemporal(): Promise<{ target: TemporalTarget; uiUrl?: string }> {
   const probe = temporalTarget('')
   if (probe.remote) {
     say(`Temporal cluster ${probe.connectionOptions.address} namespace ${probe.namespace}`)
@@ -50,9 +49,13 @@ async function resolveTemporal(): Promise<{ target: TemporalTarget; uiUrl?: stri
   return { target: temporalTarget(server.address), ...(server.uiUrl ? { uiUrl: server.uiUrl } : {}) }
 }
 
-/** Warnings and errors only; activity-only workers' "no workflows registered" notice is expected here. */
-function quietRuntime(): void {
+/**
+ * Warnings and errors only; activity-only workers' "no workflows registered" notice is expected here. Telemetry
+ * options (the SDK's metrics endpoint) go in the same, single install: before any worker or connection exists.
+ */
+export function quietRuntime(telemetryOptions?: RuntimeOptions['telemetryOptions']): void {
   Runtime.install({
+    ...(telemetryOptions ? { telemetryOptions } : {}),
     logger: new DefaultLogger('WARN', (entry) => {
       if (entry.message.startsWith('No workflows registered')) return
       const meta = entry.meta && Object.keys(entry.meta).length > 0 ? ` ${JSON.stringify(entry.meta)}` : ''
@@ -129,35 +132,4 @@ function printSummary(
   say(`final checkpoint: ${result.checkpoint.prefix} (model sha256 ${result.checkpoint.sha256.slice(0, 12)}…)`)
   if (store instanceof FsArtifactStore) say(`artifacts: ${store.root}/runs/${runId}/`)
   if (ui) say(`Web UI: ${ui}/workflows/${encodeURIComponent(runId)}`)
-}
-
-export interface WorkerCommandOptions {
-  countersFile?: string
-  heartbeatTimeout?: number
-  episodesPerShard?: number
-  modelActivities?: number
-}
-
-export async function workerCommand(options: WorkerCommandOptions = {}): Promise<void> {
-  const { target } = await resolveTemporal()
-  const store = storeFromEnv(localPaths().artifacts)
-  quietRuntime()
-  const local = await createLocalWorker({
-    connectionOptions: target.connectionOptions,
-    namespace: target.namespace,
-    store,
-    ...(options.countersFile ? { counters: countersWritingTo(options.countersFile) } : {}),
-    ...(options.heartbeatTimeout ? { heartbeatTimeoutSeconds: options.heartbeatTimeout } : {}),
-    ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
-    ...(options.modelActivities ? { modelActivitySlots: options.modelActivities } : {}),
-  })
-  say(
-    `worker (pid ${process.pid}) polling task queues ${Object.values(TASK_QUEUES).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
-  )
-  if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)
-  try {
-    await Promise.all(local.workers.map((w) => w.run())) // the SDK shuts down gracefully on SIGINT / SIGTERM
-  } finally {
-    await local.close()
-  }
 }

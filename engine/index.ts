@@ -27,6 +27,7 @@ export {
   type ExecutionProvider,
   type ModelHandle,
   modelId,
+  probeExecutionProvider,
   type RunOptions,
   type RuntimeConfig,
 } from './runtime.ts'

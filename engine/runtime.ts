@@ -3,9 +3,12 @@
 // `createWorkerEngine` runs them in a worker thread so the caller's event loop stays free.
 import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
-import { InferenceSession, Tensor } from 'onnxruntime-node'
+import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-node'
+import { createBuilder } from './builder.ts'
 import type { DType } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
+import { Graph } from './ir.ts'
+import { encodeModel } from './onnx.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
 
@@ -208,4 +211,34 @@ export function transferList(tensors: readonly TensorData[]): ArrayBuffer[] {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
+}
+
+/**
+ * Checks that this onnxruntime-node build can run a session on `provider` (a one-node model, created and
+ * released), so a worker asked for CUDA fails at start with the reason instead of at its first model.
+ */
+export async function probeExecutionProvider(provider: ExecutionProvider): Promise<void> {
+  if (provider === 'cpu') return
+  const builds = listSupportedBackends().map((b) => b.name)
+  if (!builds.includes(provider.name))
+    throw new EngineRuntimeError(
+      `this onnxruntime-node build has no ${provider.name} execution provider (it has ${builds.join(', ')})`,
+    )
+  const graph = new Graph('probe')
+  const op = createBuilder(graph)
+  op.output(op.Identity(op.input('x', 'float32', [1])), 'y')
+  try {
+    const session = await InferenceSession.create(encodeModel(graph), {
+      executionProviders: [{ name: provider.name, deviceId: provider.deviceId ?? 0 }],
+      logSeverityLevel: 4,
+    })
+    await session.release()
+  } catch (error) {
+    throw new EngineRuntimeError(
+      `the ${provider.name} execution provider (device ${provider.deviceId ?? 0}) is not available: ${messageOf(error).split('\n')[0]}. ` +
+        'onnxruntime-node loads CUDA from libonnxruntime_providers_cuda.so, which its install script downloads ' +
+        'only on a machine where it finds CUDA 12 or when asked: `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild ' +
+        'onnxruntime-node` (needs CUDA 12 and cuDNN 9 libraries on the machine)',
+    )
+  }
 }

@@ -13,6 +13,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
+import { faultsArmed, multipartFault, storeFault } from '../infra/faults.ts'
 import {
   type ArtifactStore,
   type CreateResult,
@@ -80,17 +81,20 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async put(key: string, data: Uint8Array): Promise<ObjectInfo> {
     assertValidKey(key)
+    storeFault('before-put', key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     if (data.byteLength <= SINGLE_PUT_LIMIT) {
       await this.#putObject(info, data, {})
     } else {
       await this.#multipart(this.#full(key), Readable.from([data]), { [SHA_META]: info.sha256 })
     }
+    storeFault('after-put', key)
     return info
   }
 
   async putStream(key: string, data: Readable): Promise<ObjectInfo> {
     assertValidKey(key)
+    storeFault('before-put', key)
     const tmp = this.#full(`${RESERVED_PREFIX}tmp/${randomUUID()}`)
     const hashing = new HashingStream()
     try {
@@ -107,6 +111,7 @@ export class S3ArtifactStore implements ArtifactStore {
           }),
         ),
       )
+      storeFault('after-put', key)
       return info
     } finally {
       await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: tmp })).catch(() => {})
@@ -115,10 +120,12 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
     assertValidKey(key)
+    storeFault('before-put', key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     for (let attempt = 0; ; attempt++) {
       try {
         await this.#putObject(info, data, { IfNoneMatch: '*' })
+        storeFault('after-put', key)
         return { created: true, info }
       } catch (error) {
         const status = httpStatus(error)
@@ -255,6 +262,7 @@ export class S3ArtifactStore implements ArtifactStore {
       queueSize: 4,
       leavePartsOnError: false,
     })
+    if (faultsArmed()) upload.on('httpUploadProgress', (p) => multipartFault(fullKey, p, () => upload.abort()))
     await this.#call(() => upload.done())
   }
 

@@ -26,9 +26,14 @@ export interface CountersLine {
  * stderr and never fails the phase: the counters are an observation, not part of the result.
  */
 export function countersWritingTo(path: string): PhaseCounters {
+  return new PhaseCounters(countersFileListener(path))
+}
+
+/** The PhaseCounters listener of countersWritingTo, for a listener that also does other things. */
+export function countersFileListener(path: string): (e: PhaseEvent, counters: PhaseCounters) => void {
   mkdirSync(dirname(path), { recursive: true })
   let warned = false
-  return new PhaseCounters((e, counters) => {
+  return (e, counters) => {
     const line: CountersLine = {
       at: new Date().toISOString(),
       pid: process.pid,
@@ -47,5 +52,5 @@ export function countersWritingTo(path: string): PhaseCounters {
       if (!warned) process.stderr.write(`seedflow: cannot write the counters file ${path}: ${error}\n`)
       warned = true
     }
-  })
+  }
 }

@@ -1,11 +1,16 @@
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { NativeConnection, type NativeConnectionOptions, Worker } from '@temporalio/worker'
+import {
+  type ActivityInterceptorsFactory,
+  NativeConnection,
+  type NativeConnectionOptions,
+  Worker,
+} from '@temporalio/worker'
 import { createActivities } from '../activities/index.ts'
 import type { PhaseCounters } from '../activities/phase.ts'
-import { createWorkerEngine, type Engine } from '../engine/index.ts'
+import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
-import { TASK_QUEUES } from './task-queues.ts'
+import { TASK_QUEUES, type TaskQueueName } from './task-queues.ts'
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url))
 
@@ -18,6 +23,12 @@ export interface LocalWorkerOptions {
    * is created, since the rollout and train queue names are fixed in the workflows' proxies.
    */
   taskQueue?: string
+  /** The task queues to poll (default all three: the all-in-one worker); workflows run on the control queue only. */
+  queues?: readonly TaskQueueName[]
+  /** Execution providers of the default engine, in order of preference (default CPU). */
+  executionProviders?: readonly ExecutionProvider[]
+  /** Activity interceptors of every worker (metrics). */
+  activityInterceptors?: ActivityInterceptorsFactory[]
   /**
    * The tensor engine of every model phase; default: a worker-thread engine (closed by `close`) with
    * `SEEDFLOW_ORT_THREADS` ORT threads, else one per CPU core (1 makes the worker bit-reproducible).
@@ -37,9 +48,9 @@ export interface LocalWorkerOptions {
 }
 
 export interface LocalWorker {
-  /** The control worker: workflows and control activities. */
+  /** The first worker: the control worker (workflows and control activities) when it polls the control queue. */
   worker: Worker
-  /** All three: control, rollout, train (one per TASK_QUEUES entry), sharing one connection. */
+  /** One per polled task queue (all three by default), sharing one connection. */
   workers: Worker[]
   connection: NativeConnection
   engine: Engine
@@ -50,13 +61,21 @@ export interface LocalWorker {
 }
 
 /**
- * The all-in-one worker of the embedded default: one Worker per task queue over one connection; workflows only
- * on the control queue, every activity on all three.
+ * One Worker per polled task queue over one connection: all three for the all-in-one worker of the embedded
+ * default, one for a control, rollout or train worker. Workflows only on the control queue, every activity on
+ * each (the workflows' proxies decide which queue an activity goes to).
  */
 export async function createLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const connection = await NativeConnection.connect(options.connectionOptions)
   const ownEngine = options.engine === undefined
-  const engine = options.engine ?? lazyEngine(() => createWorkerEngine({ threads: ortThreads() }))
+  const engine =
+    options.engine ??
+    lazyEngine(() =>
+      createWorkerEngine({
+        threads: ortThreads(),
+        ...(options.executionProviders ? { executionProviders: options.executionProviders } : {}),
+      }),
+    )
   try {
     const activities = createActivities({
       store: options.store,
@@ -65,24 +84,34 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
       ...(options.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: options.heartbeatTimeoutSeconds } : {}),
     })
-    const common = { connection, namespace: options.namespace, activities }
+    const common = {
+      connection,
+      namespace: options.namespace,
+      activities,
+      ...(options.activityInterceptors ? { interceptors: { activity: options.activityInterceptors } } : {}),
+    }
     const model = {
       ...common,
       ...(options.modelActivitySlots ? { maxConcurrentActivityTaskExecutions: options.modelActivitySlots } : {}),
     }
-    const worker = await Worker.create({
-      ...common,
-      taskQueue: options.taskQueue ?? TASK_QUEUES.control,
-      workflowsPath: WORKFLOWS_PATH,
-    })
-    const workers =
+    const queues: readonly TaskQueueName[] =
       options.taskQueue === undefined || options.taskQueue === TASK_QUEUES.control
-        ? [
-            worker,
-            await Worker.create({ ...model, taskQueue: TASK_QUEUES.rollout }),
-            await Worker.create({ ...model, taskQueue: TASK_QUEUES.train }),
-          ]
-        : [worker]
+        ? (options.queues ?? ['control', 'rollout', 'train'])
+        : ['control']
+    if (queues.length === 0) throw new Error('a worker needs at least one task queue')
+    const workers: Worker[] = []
+    for (const queue of queues) {
+      workers.push(
+        queue === 'control'
+          ? await Worker.create({
+              ...common,
+              taskQueue: options.taskQueue ?? TASK_QUEUES.control,
+              workflowsPath: WORKFLOWS_PATH,
+            })
+          : await Worker.create({ ...model, taskQueue: TASK_QUEUES[queue] }),
+      )
+    }
+    const worker = workers[0] as Worker
     return {
       worker,
       workers,

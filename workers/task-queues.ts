@@ -4,3 +4,5 @@ export const TASK_QUEUES = {
   rollout: 'seedflow-rollout',
   train: 'seedflow-train',
 } as const
+
+export type TaskQueueName = keyof typeof TASK_QUEUES

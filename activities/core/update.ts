@@ -69,6 +69,8 @@ export interface MiniBatchMetrics {
 export interface UpdateMetrics {
   miniBatches: number
   samples: number
+  /** Response tokens trained on (every sample's), for training throughput. */
+  tokens: number
   advantageMean: number
   advantageAbsMean: number
   /** Means over mini-batches. */
@@ -290,6 +292,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     metrics: {
       miniBatches: perMiniBatch.length,
       samples: samples.length,
+      tokens: samples.reduce((n, s) => n + s.responseIds.length, 0),
       advantageMean: advantages.reduce((a, b) => a + b, 0) / advantages.length,
       advantageAbsMean: advantages.reduce((a, b) => a + Math.abs(b), 0) / advantages.length,
       loss: mean((m) => m.loss)!,

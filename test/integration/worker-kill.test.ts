@@ -4,22 +4,28 @@
 // says so), the test SIGKILLs the worker, starts a second one and waits for the run to end. The two workers'
 // counters files show that the shards finished before the kill were never computed again and the others exactly
 // once, and Temporal's history that the interrupted shard was retried after a heartbeat timeout.
+// Then, for each phase fault point of the wrapper (SEEDFLOW_FAULT, infra/faults.ts), one run whose workers SIGKILL
+// themselves in turn at that point of snapshot, rollout, analyze, rescore, update and evaluate, each replaced by
+// a new worker: the run completes, no shard whose manifest was written before a kill is computed again, and the
+// rollouts, skills and final checkpoint have the bytes of an uninterrupted run with the same seeds.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client'
 import { decodeTimeoutType } from '@temporalio/common'
-import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../../infra/s3-server.ts'
-import { PROJECT_ROOT } from '../../infra/tools.ts'
+import type { PhaseManifest } from '../../activities/phase.ts'
+import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import type { CountersLine } from '../../workers/counters-file.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
+import type { SeedRunResult } from '../../workflows/seed-run.ts'
 import { microConfig } from '../activities/core/micro.ts'
+import { finishedPhases } from './pipeline-harness.ts'
 import { testS3Store, testServers } from './servers.ts'
+import { alive, countersOf, sleep, startWorker, stopWorker, tail, type WorkerProcess } from './worker-processes.ts'
 
 const RUN_ID = `worker-kill-${process.pid}`
 const PREFIX = `worker-kill-${process.pid}`
@@ -41,76 +47,34 @@ function config() {
   }
 }
 
-interface WorkerProcess {
-  name: string
-  proc: ChildProcess
-  exited: Promise<void>
-  counters: string
-  log: string
+function startKillTestWorker(
+  dir: string,
+  name: string,
+  options: { prefix?: string; env?: NodeJS.ProcessEnv; episodesPerShard?: number } = {},
+): WorkerProcess {
+  const { prefix = PREFIX, env, episodesPerShard = 4 } = options
+  return startWorker({
+    dir,
+    name,
+    prefix,
+    ...(env ? { env } : {}),
+    args: [
+      '--heartbeat-timeout',
+      String(HEARTBEAT_TIMEOUT_S),
+      '--episodes-per-shard',
+      String(episodesPerShard),
+      // one shard at a time: at the kill, some shards are finished and exactly one is running
+      '--model-activities',
+      '1',
+    ],
+  })
 }
 
-function startWorker(dir: string, name: string): WorkerProcess {
-  const { temporalAddress, s3Endpoint, s3Bucket } = testServers()
-  const counters = join(dir, `${name}.counters.jsonl`)
-  const log = join(dir, `${name}.log`)
-  const out = openSync(log, 'w')
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TEMPORAL_ADDRESS: temporalAddress,
-    SEEDFLOW_S3_BUCKET: s3Bucket,
-    SEEDFLOW_S3_ENDPOINT: s3Endpoint,
-    SEEDFLOW_S3_PREFIX: PREFIX,
-    AWS_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
-    AWS_REGION: LOCAL_S3_REGION,
-    SEEDFLOW_HOME: join(dir, 'home'),
-    SEEDFLOW_ORT_THREADS: '1', // deterministic, and light on a 2-core machine
-  }
-  const args = [
-    join(PROJECT_ROOT, 'cli', 'bin.js'),
-    'worker',
-    '--counters-file',
-    counters,
-    '--heartbeat-timeout',
-    String(HEARTBEAT_TIMEOUT_S),
-    '--episodes-per-shard',
-    '4',
-    // one shard at a time: at the kill, some shards are finished and exactly one is running
-    '--model-activities',
-    '1',
-  ]
-  const proc = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', out, out] })
-  closeSync(out)
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
-  return { name, proc, exited, counters, log }
-}
-
-function alive(w: WorkerProcess): boolean {
-  return w.proc.exitCode === null && w.proc.signalCode === null
-}
-
-/** SIGKILL to the worker's process (by its PID), then wait for it to be gone. */
-async function kill(w: WorkerProcess): Promise<void> {
-  if (!alive(w) || w.proc.pid === undefined) return
-  process.kill(w.proc.pid, 'SIGKILL')
-  await w.exited
-}
-
-function countersOf(w: WorkerProcess): CountersLine[] {
-  if (!existsSync(w.counters)) return []
-  return readFileSync(w.counters, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim().length > 0)
-    .map((l) => JSON.parse(l) as CountersLine)
-}
+const kill = (w: WorkerProcess) => stopWorker(w, 'SIGKILL')
 
 /** Rollout events of iteration 0, by event kind: the shard of each, in order. */
 function rolloutShards(lines: CountersLine[], event: CountersLine['event']): number[] {
   return lines.filter((l) => l.phase === 'rollout' && l.iteration === 0 && l.event === event).map((l) => l.shard)
-}
-
-function tail(w: WorkerProcess): string {
-  return existsSync(w.log) ? readFileSync(w.log, 'utf8').split('\n').slice(-15).join('\n') : '(no log)'
 }
 
 async function rolloutManifests(store: S3ArtifactStore, attempt = 0): Promise<number[]> {
@@ -119,8 +83,6 @@ async function rolloutManifests(store: S3ArtifactStore, attempt = 0): Promise<nu
     if (await store.head(keys.phaseManifest(RUN_ID, 0, 'rollout', shard, attempt))) found.push(shard)
   return found
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Waits until a rollout shard's manifest is in the store and the worker has started computing another shard
@@ -173,7 +135,7 @@ describe('killing the worker during a rollout (separate worker processes, real d
 
   it('completes the run on a new worker, computing only the shards not finished before the kill', async () => {
     const started = Date.now()
-    const first = startWorker(dir, 'worker-1')
+    const first = startKillTestWorker(dir, 'worker-1')
     workers.push(first)
     handle = await client.workflow.start(seedRun, {
       taskQueue: TASK_QUEUES.control,
@@ -189,7 +151,7 @@ describe('killing the worker during a rollout (separate worker processes, real d
     assert.ok(finishedAtKill.length < SHARDS, `the kill landed after the last shard: ${finishedAtKill}`)
     assert.ok(!finishedAtKill.includes(interrupted), `shard ${interrupted} finished before the kill landed`)
 
-    const second = startWorker(dir, 'worker-2')
+    const second = startKillTestWorker(dir, 'worker-2')
     workers.push(second)
     const result = await handle.result()
     const finishedAt = Date.now()
@@ -247,4 +209,144 @@ describe('killing the worker during a rollout (separate worker processes, real d
         `kill after ${((killedAt - started) / 1000).toFixed(1)} s, run done ${((finishedAt - killedAt) / 1000).toFixed(1)} s later`,
     )
   })
+})
+
+const FAULT_PHASES = ['snapshot', 'rollout', 'analyze', 'rescore', 'update', 'evaluate'] as const
+
+/** Two rollout shards of one task × 2 samples × 5 steps each (the chain's workers plan 2 episodes per shard). */
+function chainConfig() {
+  const c = microConfig('seed')
+  return {
+    ...c,
+    stage2: { ...c.stage2, iterations: 1, tasksPerStep: 2, groupSize: 2, maxEnvSteps: 5, miniBatchSize: 20 },
+    evaluation: { ...c.evaluation, tasks: 2, every: 1 },
+  }
+}
+
+/** A phase shard as finishedPhases names it, from a counters line. */
+function shardName(l: CountersLine): string {
+  const pad4 = (n: number) => String(n).padStart(4, '0')
+  const at = [l.iteration === undefined ? undefined : pad4(l.iteration), l.phase, pad4(l.shard)]
+  return at.filter(Boolean).join('/') + (l.attempt > 0 ? `+attempt-${l.attempt}` : '')
+}
+
+/** The sha256 of iteration 0's rollouts and skills (per shard) and of the final checkpoint. */
+async function runBytes(store: S3ArtifactStore, runId: string, checkpoint: string) {
+  const out: Record<string, string> = { checkpoint }
+  for (const phase of ['rollout', 'analyze'] as const) {
+    for (let shard = 0; shard < 2; shard++) {
+      const manifest = (await getJson(store, keys.phaseManifest(runId, 0, phase, shard))) as PhaseManifest
+      for (const [name, info] of Object.entries(manifest.outputs)) out[`${phase}/${shard}/${name}`] = info.sha256
+    }
+  }
+  return out
+}
+
+describe('killing the worker at each phase fault point (one worker after another, real dev server, S3 store)', () => {
+  const prefix = `${PREFIX}-chain`
+  let dir: string
+  let store: S3ArtifactStore
+  let connection: Connection
+  let client: Client
+  const workers: WorkerProcess[] = []
+  const handles: Array<WorkflowHandle<typeof seedRun>> = []
+  let reference: Record<string, string>
+
+  const start = (runId: string) => {
+    const handle = client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: runId,
+      args: [{ runId, config: chainConfig() }],
+      workflowExecutionTimeout: '6 minutes',
+    })
+    return handle.then((h) => {
+      handles.push(h)
+      return h
+    })
+  }
+  const worker = (name: string, fault?: string) => {
+    const w = startKillTestWorker(dir, name, {
+      prefix,
+      episodesPerShard: 2,
+      ...(fault ? { env: { SEEDFLOW_FAULT: fault } } : {}),
+    })
+    workers.push(w)
+    return w
+  }
+
+  before(async () => {
+    dir = join(testServers().stateDir, `worker-kill-chain-${process.pid}`)
+    mkdirSync(dir, { recursive: true })
+    store = testS3Store(prefix)
+    connection = await Connection.connect({ address: testServers().temporalAddress })
+    client = new Client({ connection })
+    // the uninterrupted run
+    const started = Date.now()
+    const w = worker('reference')
+    const handle = await start(`${RUN_ID}-reference`)
+    const result = await handle.result()
+    await kill(w)
+    reference = await runBytes(store, `${RUN_ID}-reference`, result.checkpoint.sha256)
+    console.log(`worker-kill chain: uninterrupted run ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  })
+
+  after(async () => {
+    for (const w of workers) await kill(w)
+    for (const handle of handles) {
+      const description = await handle.describe().catch(() => undefined)
+      if (description?.status.name === 'RUNNING') await handle.terminate('worker-kill test ended').catch(() => {})
+    }
+    await connection?.close()
+    store?.destroy()
+  })
+
+  for (const point of ['mid-work', 'after-manifest'] as const) {
+    it(`completes after a kill at ${point} of every phase, recomputing no finished shard, with the same bytes`, async () => {
+      const runId = `${RUN_ID}-${point}`
+      const started = Date.now()
+      const handle = await start(runId)
+      const done = handle.result()
+      const finishedAtKill: Array<{ phase: string; finished: string[]; worker: WorkerProcess }> = []
+      for (const phase of FAULT_PHASES) {
+        const w = worker(`${point}-${phase}`, `${phase}:${point}`)
+        const outcome = await Promise.race([w.exited.then(() => 'exited' as const), done.then(() => 'done' as const)])
+        if (outcome === 'done') await kill(w)
+        assert.equal(outcome, 'exited', `the run ended before the ${phase} fault fired:\n${tail(w)}`)
+        assert.equal(w.proc.signalCode, 'SIGKILL', tail(w))
+        assert.match(readFileSync(w.log, 'utf8'), new RegExp(`fault injected: ${phase}:${point} at ${phase} shard`))
+        finishedAtKill.push({ phase, finished: await finishedPhases(store, runId), worker: w })
+      }
+      const last = worker(`${point}-last`)
+      let result: SeedRunResult
+      try {
+        result = await done
+      } finally {
+        await kill(last) // the next case's faulty workers must be the only ones polling
+      }
+      const seconds = (Date.now() - started) / 1000
+      assert.deepEqual(
+        result.evaluations.map((e) => e.label),
+        ['base', 'stage 1', 'iteration 0'],
+      )
+      // every shard whose manifest was there at a kill: no later worker started computing it again
+      const later = [...finishedAtKill.map((k) => k.worker), last]
+      for (const [i, { phase, finished }] of finishedAtKill.entries()) {
+        const recomputed = later
+          .slice(i + 1)
+          .flatMap((w) => countersOf(w).filter((l) => l.event === 'computing' && finished.includes(shardName(l))))
+        assert.deepEqual(recomputed.map(shardName), [], `after the ${phase} kill`)
+        if (point === 'after-manifest') {
+          const shards = finished.filter((f) => f.includes(`/${phase}/`))
+          assert.ok(shards.length > 0, `${phase}: the manifest was written before the kill: ${finished}`)
+        }
+      }
+      // nothing was recorded under a second attempt: an interrupted shard is recomputed under its first
+      assert.deepEqual(
+        (await finishedPhases(store, runId)).filter((f) => f.includes('+attempt')),
+        [],
+      )
+      assert.deepEqual(await runBytes(store, runId, result.checkpoint.sha256), reference)
+      console.log(`worker-kill chain: ${point}, 6 kills, run done in ${seconds.toFixed(1)} s`)
+    })
+  }
 })

@@ -1,0 +1,88 @@
+import { PhaseCounters } from '../activities/phase.ts'
+import { type ExecutionProvider, probeExecutionProvider } from '../engine/index.ts'
+import { armedFaults } from '../infra/faults.ts'
+import { localPaths } from '../infra/local-stack.ts'
+import { storeFromEnv } from '../store/from-env.ts'
+import { countersFileListener } from '../workers/counters-file.ts'
+import { createLocalWorker } from '../workers/local.ts'
+import { createWorkerMetrics, sdkMetricsTelemetry } from '../workers/metrics.ts'
+import { TASK_QUEUES, type TaskQueueName } from '../workers/task-queues.ts'
+import { quietRuntime, resolveTemporal, say } from './run-command.ts'
+
+/** What each `seedflow worker <role>` polls (DESIGN.md section 3). */
+export const WORKER_ROLES = {
+  local: ['control', 'rollout', 'train'],
+  control: ['control'],
+  rollout: ['rollout'],
+  train: ['train'],
+} as const satisfies Record<string, readonly TaskQueueName[]>
+export type WorkerRole = keyof typeof WORKER_ROLES
+
+export interface WorkerCommandOptions {
+  countersFile?: string
+  heartbeatTimeout?: number
+  episodesPerShard?: number
+  modelActivities?: number
+  metricsPort?: number
+  metricsHost?: string
+  executionProvider?: ExecutionProvider
+}
+
+/** `cpu`, `cuda` or `cuda:<device>`. */
+export function parseExecutionProvider(value: string): ExecutionProvider {
+  if (value === 'cpu') return 'cpu'
+  const m = /^cuda(?::(\d+))?$/.exec(value)
+  if (!m) throw new Error(`unknown execution provider ${JSON.stringify(value)}: cpu, cuda or cuda:<device>`)
+  return m[1] === undefined ? { name: 'cuda' } : { name: 'cuda', deviceId: Number(m[1]) }
+}
+
+export async function workerCommand(role: string | undefined, options: WorkerCommandOptions = {}): Promise<void> {
+  const name = role ?? 'local'
+  if (!(name in WORKER_ROLES))
+    throw new Error(`unknown worker role ${JSON.stringify(name)}: one of ${Object.keys(WORKER_ROLES).join(', ')}`)
+  const queues = WORKER_ROLES[name as WorkerRole]
+  const faults = armedFaults() // a bad SEEDFLOW_FAULT fails here, before any work
+  const provider = options.executionProvider ?? 'cpu'
+  if (provider !== 'cpu') await probeExecutionProvider(provider)
+  const { target } = await resolveTemporal()
+  const store = storeFromEnv(localPaths().artifacts)
+  const host = options.metricsHost ?? '127.0.0.1'
+  const port = options.metricsPort
+  quietRuntime(port === undefined ? undefined : sdkMetricsTelemetry(host, port + 1))
+  const metrics = port === undefined ? undefined : createWorkerMetrics(name)
+  const served = metrics && port !== undefined ? await metrics.serve(host, port) : undefined
+  const file = options.countersFile ? countersFileListener(options.countersFile) : undefined
+  const counters =
+    file || metrics
+      ? new PhaseCounters((e, c) => {
+          file?.(e, c)
+          metrics?.onPhaseEvent(e)
+        })
+      : undefined
+  const local = await createLocalWorker({
+    connectionOptions: target.connectionOptions,
+    namespace: target.namespace,
+    store,
+    queues,
+    ...(counters ? { counters } : {}),
+    ...(provider === 'cpu' ? {} : { executionProviders: [provider, 'cpu'] as const }),
+    ...(metrics ? { activityInterceptors: [metrics.activityInterceptor] } : {}),
+    ...(options.heartbeatTimeout ? { heartbeatTimeoutSeconds: options.heartbeatTimeout } : {}),
+    ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
+    ...(options.modelActivities ? { modelActivitySlots: options.modelActivities } : {}),
+  })
+  say(
+    `${name} worker (pid ${process.pid}) polling task queue${queues.length > 1 ? 's' : ''} ${queues.map((q) => TASK_QUEUES[q]).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
+  )
+  if (provider !== 'cpu') say(`models run on CUDA device ${provider.deviceId ?? 0}`)
+  if (served && port !== undefined)
+    say(`metrics at http://${host}:${served.port}/metrics, the Temporal SDK's at http://${host}:${port + 1}/metrics`)
+  if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)
+  if (faults.length > 0) say(`fault injection armed: ${faults.map((f) => f.spec).join(', ')}`)
+  try {
+    await Promise.all(local.workers.map((w) => w.run())) // the SDK shuts down gracefully on SIGINT / SIGTERM
+  } finally {
+    await local.close()
+    await served?.close()
+  }
+}

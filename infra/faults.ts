@@ -1,0 +1,136 @@
+// Named fault points for tests, armed by SEEDFLOW_FAULT (read once, on first use). Unset, every hook returns at
+// once: one array-length check. A fault fires at most once per process, then stays disarmed, so a throwing fault
+// fails one attempt and the retry runs clean.
+//
+//   SEEDFLOW_FAULT=<site>:<point>[:<filter>][:kill|throw][,<more>]
+//
+//   <site> a phase (rollout, update, ...): <point> mid-work (inside the phase body, right after its first output
+//          is written to the store: the work is partly stored, its manifest is not) or after-manifest (the
+//          manifest is written, the activity has not returned); <filter> a shard number.
+//   store: <point> before-put, after-put (every write: put, putStream, putIfAbsent) or mid-multipart (a streamed
+//          multipart upload, once a part has gone out and more remain); <filter> a substring of the key.
+//   kill (the default) SIGKILLs the process; throw throws a FaultInjected error there.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { PHASES } from '../store/keys.ts'
+
+export const FAULT_VARIABLE = 'SEEDFLOW_FAULT'
+
+const PHASE_POINTS = ['mid-work', 'after-manifest'] as const
+const STORE_POINTS = ['before-put', 'after-put', 'mid-multipart'] as const
+export type PhasePoint = (typeof PHASE_POINTS)[number]
+export type StorePoint = (typeof STORE_POINTS)[number]
+
+export interface Fault {
+  site: string
+  point: string
+  /** Phases: the shard; store: a substring of the key. Absent: any. */
+  filter?: string
+  action: 'kill' | 'throw'
+  /** The original entry, for messages. */
+  spec: string
+}
+
+export class FaultInjected extends Error {
+  override name = 'FaultInjected'
+}
+
+/** Parses a SEEDFLOW_FAULT value; throws naming every bad entry. */
+export function parseFaults(value: string): Fault[] {
+  const faults: Fault[] = []
+  const problems: string[] = []
+  for (const spec of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const parts = spec.split(':')
+    const action = parts.at(-1) === 'kill' || parts.at(-1) === 'throw' ? (parts.pop() as Fault['action']) : 'kill'
+    const [site = '', point = '', filter, ...rest] = parts
+    const phase = (PHASES as readonly string[]).includes(site)
+    const points: readonly string[] = site === 'store' ? STORE_POINTS : phase ? PHASE_POINTS : []
+    if (points.length === 0) problems.push(`${spec}: unknown site '${site}' (store or a phase: ${PHASES.join(', ')})`)
+    else if (!points.includes(point)) problems.push(`${spec}: unknown point '${point}' (${points.join(', ')})`)
+    else if (rest.length > 0) problems.push(`${spec}: too many fields`)
+    else if (phase && filter !== undefined && !/^\d+$/.test(filter))
+      problems.push(`${spec}: the shard must be a non-negative integer, got '${filter}'`)
+    else faults.push({ site, point, action, spec, ...(filter === undefined || filter === '' ? {} : { filter }) })
+  }
+  if (problems.length > 0) throw new Error(`${FAULT_VARIABLE} is invalid:\n  ${problems.join('\n  ')}`)
+  return faults
+}
+
+let armed: Fault[] | undefined
+
+/** The faults SEEDFLOW_FAULT arms in this process (parsed on the first call; a bad value throws). */
+export function armedFaults(): readonly Fault[] {
+  armed ??= parseFaults(process.env[FAULT_VARIABLE] ?? '')
+  return armed
+}
+
+/** Re-arms from `value` (tests in one process); undefined reads SEEDFLOW_FAULT again. */
+export function rearmFaults(value?: string): void {
+  armed = value === undefined ? undefined : parseFaults(value)
+}
+
+function fire(fault: Fault, where: string): void {
+  armed = armedFaults().filter((f) => f !== fault)
+  const message = `fault injected: ${fault.spec} at ${where}`
+  if (fault.action === 'throw') throw new FaultInjected(message)
+  process.stderr.write(`seedflow: ${message} (pid ${process.pid}, SIGKILL)\n`)
+  process.kill(process.pid, 'SIGKILL')
+}
+
+function take(site: string, point: string, matches: (filter: string) => boolean): Fault | undefined {
+  return armedFaults().find(
+    (f) => f.site === site && f.point === point && (f.filter === undefined || matches(f.filter)),
+  )
+}
+
+interface PhasePlace {
+  phase: string
+  shard: number
+  description: string
+}
+
+const currentPhase = new AsyncLocalStorage<PhasePlace>()
+
+/** A phase fault point: fires an armed `<phase>:<point>[:<shard>]`. */
+export function phaseFault(point: PhasePoint, place: PhasePlace): void {
+  if (armedFaults().length === 0) return
+  const fault = take(place.phase, point, (shard) => Number(shard) === place.shard)
+  if (fault) fire(fault, place.description)
+}
+
+/** Runs a phase body so that its store writes can fire `<phase>:mid-work`. */
+export function inPhaseBody<T>(place: PhasePlace, body: () => Promise<T>): Promise<T> {
+  if (armedFaults().length === 0) return body()
+  return currentPhase.run(place, body)
+}
+
+/** A store fault point; `after-put` also fires the running phase body's mid-work fault. */
+export function storeFault(point: Exclude<StorePoint, 'mid-multipart'>, key: string): void {
+  if (armedFaults().length === 0) return
+  const fault = take('store', point, (part) => key.includes(part))
+  if (fault) fire(fault, `${point} ${key}`)
+  const place = point === 'after-put' ? currentPhase.getStore() : undefined
+  if (place) phaseFault('mid-work', { ...place, description: `${place.description}, after writing ${key}` })
+}
+
+/** True when any fault is armed: callers skip even registering a hook otherwise. */
+export function faultsArmed(): boolean {
+  return armedFaults().length > 0
+}
+
+/**
+ * `store:mid-multipart` for a multipart upload's progress event: fires once a part has gone out and more remain
+ * (a single-request upload reports loaded = total and never fires). `throw` aborts the upload through `abort`.
+ */
+export function multipartFault(key: string, progress: { loaded?: number; total?: number }, abort: () => unknown): void {
+  if (progress.loaded === undefined || progress.loaded === 0 || progress.loaded === progress.total) return
+  const fault = take('store', 'mid-multipart', (part) => key.includes(part))
+  if (!fault) return
+  try {
+    fire(fault, `mid-multipart ${key} after ${progress.loaded} bytes`)
+  } catch {
+    void abort()
+  }
+}

@@ -126,13 +126,18 @@ describe('event loop during a long run', () => {
     w: tensor('float32', [1024, 1024], new Float32Array(1024 * 1024).fill(0.001)),
   })
 
-  it('stays responsive with the worker engine: a 50 ms timer fires within 50 ms of schedule', async () => {
+  // Lateness is judged against the run's own length, so that a loaded machine (slower runs, noisier timers) does not
+  // flip the verdict: the local engine blocks the loop for about the whole run, the worker engine for none of it.
+  it('stays responsive with the worker engine: timers are late by far less than the run lasts', async () => {
     const engine = createWorkerEngine({ threads: 1 })
     try {
       const model = await engine.load(bytes)
       const { worstLateMs, ranMs } = await tickDuring(() => engine.run(model, big(), { transfer: true }))
       assert.ok(ranMs > 200, `the run must outlast several ticks to prove anything (ran ${ranMs.toFixed(0)} ms)`)
-      assert.ok(worstLateMs < 50, `timer was ${worstLateMs.toFixed(1)} ms late during a ${ranMs.toFixed(0)} ms run`)
+      assert.ok(
+        worstLateMs < Math.max(50, ranMs / 5),
+        `timer was ${worstLateMs.toFixed(1)} ms late during a ${ranMs.toFixed(0)} ms run`,
+      )
     } finally {
       await engine.close()
     }
@@ -144,7 +149,7 @@ describe('event loop during a long run', () => {
       const model = await engine.load(bytes)
       const { worstLateMs, ranMs } = await tickDuring(() => engine.run(model, big()))
       assert.ok(
-        worstLateMs > 50,
+        worstLateMs > ranMs / 2,
         `timer was only ${worstLateMs.toFixed(1)} ms late during a ${ranMs.toFixed(0)} ms run`,
       )
     } finally {

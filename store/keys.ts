@@ -100,7 +100,7 @@ export const keys = {
   sftCheckpoint: (runId: string, file: CheckpointFile) => key(run(runId), 'sft', 'checkpoint', file),
 
   iterationPrefix: (runId: string, k: number) => `${iteration(runId, k)}/`,
-  snapshot: (runId: string, k: number) => key(iteration(runId, k), 'snapshot.json'),
+  snapshot: (runId: string, k: number, attempt = 0) => key(iteration(runId, k), attempted('snapshot.json', attempt)),
   rollouts: (runId: string, k: number, shard: number, attempt = 0) =>
     key(iteration(runId, k), 'rollouts', attempted(`${pad4(shard)}.jsonl.gz`, attempt)),
   skills: (runId: string, k: number, shard: number, attempt = 0) =>

@@ -73,6 +73,10 @@ const activities: PipelineActivities = {
     calls.push(`evaluate:${label}:${ck.prefix}`)
     return summary('evaluate', {}, { success: 0.5 })
   },
+  async recordHyperparameters({ run, change }) {
+    calls.push(`hyperparameters:${change.seq}`)
+    return { run: { ...run, configSha256: `h${change.seq}`.padEnd(64, '0') }, record: ref(`hp-${change.seq}`) }
+  },
   async recordIteration({ iteration, manifests: m }) {
     calls.push(`record:${iteration}:${m.rollout.length}:${m.analyze.length}:${m.rescore.length}:${m.update.length}`)
     return {

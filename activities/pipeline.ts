@@ -40,7 +40,7 @@ import {
   update,
   warmstart,
 } from './core/index.ts'
-import { type HyperparameterChange, recordHyperparameters, runConfigOf } from './hyperparameters.ts'
+import { recordHyperparameters, runConfigOf } from './hyperparameters.ts'
 import { recordIteration } from './iteration-record.ts'
 import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
 import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'

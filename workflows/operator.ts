@@ -3,7 +3,7 @@
 // and `retryIteration` (validated before they are accepted, so a bad override is rejected to the caller with
 // every field path and never enters the history), query `status`. The parent forwards pause, resume, abort and
 // accepted changes (`setRun`: the RunRef of the changed configuration) to the running iteration child.
-import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, TemporalFailure } from '@temporalio/common'
+import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common'
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow'
 import type { HyperparameterChange } from '../activities/hyperparameters.ts'
 import type { RunRef } from '../activities/pipeline-types.ts'
@@ -66,8 +66,8 @@ export class RunAborted extends Error {
 export const ABORTED_TYPE = 'RunAborted'
 
 /**
- * What failed, from a child or activity failure: the innermost application failure's type and message, and
- * the activity (phase) it came from.
+ * What failed, from a child or activity failure: the first application failure's type and message (what the
+ * activity threw; its own causes are details) and the activity (phase) it came from.
  */
 export function describeFailure(error: unknown, iteration: number, since: string): OperatorWait {
   let type = error instanceof Error ? error.name : 'Error'
@@ -78,11 +78,9 @@ export function describeFailure(error: unknown, iteration: number, since: string
     if (e instanceof ApplicationFailure) {
       type = e.type ?? type
       message = e.message
-    } else if (
-      e instanceof TemporalFailure &&
-      !(e instanceof ActivityFailure) &&
-      !(e instanceof ChildWorkflowFailure)
-    ) {
+      break
+    }
+    if (!(e instanceof ActivityFailure || e instanceof ChildWorkflowFailure)) {
       type = e.name
       message = e.message
     }

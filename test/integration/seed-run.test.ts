@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { Context } from '@temporalio/activity'
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { ApplicationFailure } from '@temporalio/common'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/pipeline-types.ts'
@@ -13,6 +14,7 @@ import type { AlgorithmName } from '../../seed/algorithms.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
+import { abortSignal, retryIterationUpdate } from '../../workflows/operator.ts'
 import { type RunStatus, statusQuery } from '../../workflows/seed-run.ts'
 import { historyFixture } from '../workflows/history-fixtures.ts'
 import { testServers } from './servers.ts'
@@ -65,8 +67,10 @@ const activities: PipelineActivities = {
     calls.push(`rescore:${iteration}:${rollouts.length}:${skills.length}`)
     return summary('rescore', { rescore: `sc-${iteration}` })
   },
-  async update({ iteration, rescore }) {
+  async update({ run, iteration, rescore }) {
     calls.push(`update:${iteration}:${rescore.key}`)
+    if (run.runId === 'diverging-row')
+      throw ApplicationFailure.nonRetryable('the pg loss term is NaN', 'NonFiniteLossError')
     return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
   },
   async evaluate({ label, checkpoint: ck }) {
@@ -260,6 +264,53 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       'evaluate:base:base/',
       ...GRPO_ITERATION,
     ])
+  })
+
+  it('waits for an operator after a failed iteration instead of failing, and ends cleanly on abort', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'diverging-row',
+      args: [{ runId: 'diverging-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    let status: RunStatus
+    for (;;) {
+      status = await handle.query(statusQuery)
+      if (status.awaitingOperator) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.deepEqual(
+      { ...status.awaitingOperator, since: undefined },
+      {
+        type: 'NonFiniteLossError',
+        message: 'the pg loss term is NaN',
+        iteration: 0,
+        phase: 'update',
+        since: undefined,
+      },
+    )
+    assert.equal((await handle.describe()).status.name, 'RUNNING')
+    await handle.signal(abortSignal, { reason: 'diverged; rerun with a smaller lr' })
+    const result = await handle.result()
+    assert.equal(result.outcome, 'aborted')
+    assert.equal(result.aborted, 'diverged; rerun with a smaller lr')
+    assert.deepEqual(result.checkpoint, checkpoint('base'))
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 1, 'the non-retryable failure ran once')
+    const final = await handle.query(statusQuery)
+    assert.equal(final.phase, 'aborted')
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['aborted'])
+  })
+
+  it('refuses retryIteration while the run is not waiting for an operator', async () => {
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'retry-refused',
+      args: [{ runId: 'retry-refused', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    await assert.rejects(handle.executeUpdate(retryIterationUpdate, { args: [{}] }), (e: Error) =>
+      /is not waiting for an operator/.test(String((e.cause as Error | undefined)?.message)),
+    )
+    assert.equal((await handle.result()).outcome, 'completed')
   })
 
   it('fails at once, without retrying, when the run id differs from the workflow id', async () => {

@@ -1,6 +1,6 @@
 // `seedflow status <run>`: where a run is (phase, iteration k of K with a progress bar), its evaluations, and
 // what the operator needs to know: paused, awaiting an operator with the failure, hyperparameter changes.
-import type { WorkflowExecutionDescription } from '@temporalio/client'
+import { iterationStatusQuery } from '../workflows/operator.ts'
 import { type RunStatus, statusQuery } from '../workflows/seed-run.ts'
 import { formatEvaluation } from './progress.ts'
 import { CliError, connectToRun, type RunClient } from './run-client.ts'
@@ -35,23 +35,37 @@ async function queryStatus(run: RunClient, runId: string): Promise<RunStatus> {
   }
 }
 
-function childPhase(description: WorkflowExecutionDescription | undefined): string | undefined {
-  const value = description?.searchAttributes.SeedPhase?.[0]
-  return typeof value === 'string' ? value : undefined
+/** The running iteration child's phase and hold: its status query, else its SeedPhase search attribute. */
+async function childOf(run: RunClient, workflowId: string): Promise<ChildView | undefined> {
+  const child = run.client.workflow.getHandle(workflowId)
+  try {
+    const s = await child.query(iterationStatusQuery)
+    return { phase: s.phase, held: s.held }
+  } catch {
+    const value = (await child.describe().catch(() => undefined))?.searchAttributes.SeedPhase?.[0]
+    return typeof value === 'string' ? { phase: value, held: false } : undefined
+  }
+}
+
+/** What the status shows of the running iteration child. */
+export interface ChildView {
+  phase: string
+  held: boolean
 }
 
 /** The status lines of a run (pure: the status and the iteration child's phase, if any). */
-export function formatStatus(status: RunStatus, workflow: string, childPhaseName?: string): string[] {
+export function formatStatus(status: RunStatus, workflow: string, child?: ChildView): string[] {
   const lines: string[] = []
   const config = status.configSha256 ? `, config ${status.configSha256.slice(0, 12)}` : ''
   lines.push(`run ${status.runId}: ${status.algorithm ?? '(not planned yet)'}${config} — workflow ${workflow}`)
-  const where =
-    status.phase === 'iteration' && childPhaseName ? `iteration ${status.iteration}: ${childPhaseName}` : status.phase
+  const inIteration = status.phase === 'iteration' && child !== undefined
+  const where = inIteration ? `iteration ${status.iteration}: ${child.phase}` : status.phase
+  const held = status.held || (inIteration && child.held)
   lines.push(`  phase       ${where}`)
   lines.push(`  iterations  ${progressBar(status.iteration, status.iterations)}`)
   if (status.paused)
     lines.push(
-      `  paused      yes${status.held ? ', held between phases' : ', the running phase finishes first'} — resume with: seedflow resume ${status.runId}`,
+      `  paused      yes${held ? ', held between phases' : ', the running phase finishes first'} — resume with: seedflow resume ${status.runId}`,
     )
   const wait = status.awaitingOperator
   if (wait) {
@@ -82,14 +96,8 @@ export async function statusCommand(runId: string): Promise<void> {
     const description = await run.handle.describe()
     const workflow = description.status.name
     const status = await queryStatus(run, runId)
-    let child: WorkflowExecutionDescription | undefined
-    if (status.phase === 'iteration') {
-      child = await run.client.workflow
-        .getHandle(`${runId}/iter-${status.iteration}`)
-        .describe()
-        .catch(() => undefined)
-    }
-    process.stdout.write(`${formatStatus(status, workflow, childPhase(child)).join('\n')}\n`)
+    const child = status.phase === 'iteration' ? await childOf(run, `${runId}/iter-${status.iteration}`) : undefined
+    process.stdout.write(`${formatStatus(status, workflow, child).join('\n')}\n`)
   } finally {
     await run.close()
   }

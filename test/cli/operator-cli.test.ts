@@ -88,12 +88,17 @@ describe('seedflow status', () => {
     assert.match(text, /seedflow retry r1/)
     assert.match(text, /base +25\.0% ± 10\.0% \(8 tasks\)/)
     assert.match(text, /#0 setHyperparameters in iteration of iteration 1: \{"stage2":\{"lr":1000000000000\}\}/)
-    const running = formatStatus(
-      { ...status, phase: 'iteration', awaitingOperator: null, paused: false },
-      'RUNNING',
-      'rollout',
-    ).join('\n')
+    const running = formatStatus({ ...status, phase: 'iteration', awaitingOperator: null, paused: false }, 'RUNNING', {
+      phase: 'rollout',
+      held: false,
+    }).join('\n')
     assert.match(running, /phase +iteration 1: rollout/)
     assert.doesNotMatch(running, /AWAITING|paused/)
+    const heldChild = formatStatus({ ...status, phase: 'iteration', held: false }, 'RUNNING', {
+      phase: 'update',
+      held: true,
+    }).join('\n')
+    assert.match(heldChild, /phase +iteration 1: update/)
+    assert.match(heldChild, /paused +yes, held between phases/)
   })
 })

@@ -14,8 +14,9 @@ import type { AlgorithmName } from '../../seed/algorithms.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
-import { abortSignal, retryIterationUpdate } from '../../workflows/operator.ts'
+import { retryIterationUpdate } from '../../workflows/operator.ts'
 import { type RunStatus, statusQuery } from '../../workflows/seed-run.ts'
+import { seedflow } from '../cli/seedflow-process.ts'
 import { historyFixture } from '../workflows/history-fixtures.ts'
 import { testServers } from './servers.ts'
 
@@ -290,7 +291,10 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       },
     )
     assert.equal((await handle.describe()).status.name, 'RUNNING')
-    await handle.signal(abortSignal, { reason: 'diverged; rerun with a smaller lr' })
+    const aborted = await seedflow(['abort', 'diverging-row', '--reason', 'diverged; rerun with a smaller lr'], {
+      TEMPORAL_ADDRESS: testServers().temporalAddress,
+    })
+    assert.equal(aborted.code, 0, aborted.err)
     const result = await handle.result()
     assert.equal(result.outcome, 'aborted')
     assert.equal(result.aborted, 'diverged; rerun with a smaller lr')

@@ -19,22 +19,13 @@ import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
 import { allKeys, finishedPhases, type PipelineHarness, startPipeline } from './pipeline-harness.ts'
 import { testServers } from './servers.ts'
+import { until } from './until.ts'
 
 const PREFIX = `operator-${process.pid}`
 
 function config() {
   const c = microConfig('seed')
   return { ...c, evaluation: { ...c.evaluation, tasks: 2 } }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe().catch(() => undefined)
-    if (value !== undefined && value !== false) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe('operating a run: awaiting an operator, retry, pause, resume, setHyperparameters (real servers)', () => {

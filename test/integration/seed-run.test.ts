@@ -11,16 +11,24 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/pipeline-types.ts'
 import type { AlgorithmName } from '../../seed/algorithms.ts'
+import type { RunConfig } from '../../seed/config.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
-import { retryIterationUpdate } from '../../workflows/operator.ts'
+import { pauseSignal, resumeSignal, retryIterationUpdate, setHyperparametersUpdate } from '../../workflows/operator.ts'
 import { type RunStatus, statusQuery } from '../../workflows/seed-run.ts'
+import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
 import { historyFixture } from '../workflows/history-fixtures.ts'
 import { testServers } from './servers.ts'
+import { until } from './until.ts'
 
 const calls: string[] = []
+/** Called by the stand-in evaluate while it runs, with its label. */
+let duringEvaluate: ((label: string) => Promise<void>) | undefined
+/** `iteration:hash prefix` of the RunRef each stand-in rollout got. */
+const configsSeen: string[] = []
+const isRunConfig = (c: unknown): c is RunConfig => typeof c === 'object' && c !== null && 'stage2' in c
 /** Called by the stand-in annotate while it runs, with the workflow id of its run. */
 let duringAnnotate: ((workflowId: string) => Promise<void>) | undefined
 const ref = (key: string) => ({ key, sha256: 'f'.repeat(64), bytes: 1 })
@@ -35,7 +43,10 @@ const summary = (key: string, outputs: Record<string, string>, stats: Record<str
 const activities: PipelineActivities = {
   async planRun({ runId, config }) {
     calls.push('planRun')
-    const c = config as RunPlan
+    // a real run config (the operator tests validate overrides against it) plans two shards per iteration
+    const c = isRunConfig(config)
+      ? plan(config.algorithm, { iterations: config.stage2.iterations, iterationsPerRun: 1 })
+      : (config as RunPlan)
     return { run: { runId, configSha256: 'c'.repeat(64) }, plan: { ...c }, record: ref(`runs/${runId}/run.json`) }
   },
   async prepare() {
@@ -56,8 +67,9 @@ const activities: PipelineActivities = {
     calls.push(`snapshot:${iteration}:${acting.prefix}:${analyzer?.prefix ?? '-'}`)
     return ref(`snapshot-${iteration}`)
   },
-  async rollout({ iteration, shard }) {
+  async rollout({ run, iteration, shard }) {
     calls.push(`rollout:${iteration}:${shard}`)
+    configsSeen.push(`${iteration}:${run.configSha256.slice(0, 2)}`)
     return summary('rollout', { rollouts: `r-${iteration}-${shard}` }, { success: 0.25 * (shard + 1) })
   },
   async analyze({ iteration, shard, rollouts }) {
@@ -76,6 +88,7 @@ const activities: PipelineActivities = {
   },
   async evaluate({ label, checkpoint: ck }) {
     calls.push(`evaluate:${label}:${ck.prefix}`)
+    await duringEvaluate?.(label)
     return summary('evaluate', {}, { success: 0.5 })
   },
   async recordHyperparameters({ run, change }) {
@@ -274,12 +287,14 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       workflowId: 'diverging-row',
       args: [{ runId: 'diverging-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
     })
-    let status: RunStatus
-    for (;;) {
-      status = await handle.query(statusQuery)
-      if (status.awaitingOperator) break
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
+    const status = await until(
+      'awaiting-operator',
+      async () => {
+        const s = await handle.query(statusQuery)
+        return s.awaitingOperator ? s : undefined
+      },
+      30_000,
+    )
     assert.deepEqual(
       { ...status.awaitingOperator, since: undefined },
       {
@@ -303,6 +318,50 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     const final = await handle.query(statusQuery)
     assert.equal(final.phase, 'aborted')
     assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['aborted'])
+  })
+
+  it('carries a pause and hyperparameter changes across continue-as-new', async () => {
+    configsSeen.length = 0
+    const c = microConfig('grpo')
+    let paused: () => Promise<void> = async () => {}
+    duringEvaluate = async (label) => {
+      if (label === 'iteration 0') await paused()
+    }
+    try {
+      const handle = await client.workflow.start(seedRun, {
+        taskQueue: TASK_QUEUES.control,
+        workflowId: 'carry-row',
+        args: [{ runId: 'carry-row', config: { ...c, stage2: { ...c.stage2, iterations: 2 } } }],
+      })
+      paused = () => handle.signal(pauseSignal) // while iteration 0 is evaluated, right before continue-as-new
+      const change = await handle.executeUpdate(setHyperparametersUpdate, { args: [{ stage2: { lr: 1e-4 } }] })
+      assert.equal(change.configSha256?.slice(0, 2), 'h0')
+      const status = await until(
+        'the continued run held at iteration 1',
+        async () => {
+          const s = await handle.query(statusQuery)
+          return s.iteration === 1 && s.held ? s : undefined
+        },
+        30_000,
+      )
+      const first = await client.workflow.getHandle('carry-row', handle.firstExecutionRunId).describe()
+      assert.equal(first.status.name, 'CONTINUED_AS_NEW')
+      assert.equal(status.paused, true)
+      assert.equal(status.configSha256?.slice(0, 2), 'h0')
+      assert.deepEqual(
+        status.hyperparameters.map((h) => [h.seq, h.cumulative]),
+        [[0, { stage2: { lr: 1e-4 } }]],
+      )
+      assert.ok(!configsSeen.some((s) => s.startsWith('1:')), 'iteration 1 waits while paused')
+      await handle.signal(resumeSignal)
+      assert.equal((await handle.result()).outcome, 'completed')
+      assert.deepEqual(
+        configsSeen.filter((s) => s.startsWith('1:')),
+        ['1:h0', '1:h0'],
+      )
+    } finally {
+      duringEvaluate = undefined
+    }
   })
 
   it('refuses retryIteration while the run is not waiting for an operator', async () => {

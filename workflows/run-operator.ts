@@ -218,7 +218,8 @@ export class RunOperator {
         this.#retry = false
         await condition(() => this.#retry || this.aborted !== null)
         Object.assign(status, { phase, awaitingOperator: null })
-        await this.boundary() // an abort while waiting ends the run here
+        if (!this.aborted) upsertSearchAttributes([{ key: SEED_PHASE, value: phase }]) // no longer listed as waiting
+        await this.boundary() // an abort while waiting ends the run here; a pause holds the retry
       }
     }
   }

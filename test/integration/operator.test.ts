@@ -114,6 +114,7 @@ describe('operating a run: awaiting an operator, retry, pause, resume, setHyperp
       result.evaluations.map((e) => e.label),
       ['base', 'stage 1', 'iteration 0'],
     )
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['done'])
     // what finished before the failure was reused by the retry, not recomputed under a new attempt
     const finished = await finishedPhases(store, runId)
     for (const phase of finishedBefore) assert.ok(finished.includes(phase), phase)

@@ -24,6 +24,8 @@ import { testServers } from './servers.ts'
 import { until } from './until.ts'
 
 const calls: string[] = []
+/** The stand-in update of run flaky-row fails once. */
+let flakyFailed = false
 /** Called by the stand-in evaluate while it runs, with its label. */
 let duringEvaluate: ((label: string) => Promise<void>) | undefined
 /** `iteration:hash prefix` of the RunRef each stand-in rollout got. */
@@ -82,6 +84,10 @@ const activities: PipelineActivities = {
   },
   async update({ run, iteration, rescore }) {
     calls.push(`update:${iteration}:${rescore.key}`)
+    if (run.runId === 'flaky-row' && !flakyFailed) {
+      flakyFailed = true
+      throw ApplicationFailure.nonRetryable('the kl loss term is NaN', 'NonFiniteLossError')
+    }
     if (run.runId === 'diverging-row')
       throw ApplicationFailure.nonRetryable('the pg loss term is NaN', 'NonFiniteLossError')
     return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
@@ -318,6 +324,41 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     const final = await handle.query(statusQuery)
     assert.equal(final.phase, 'aborted')
     assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['aborted'])
+  })
+
+  it('runs the failed iteration again on retryIteration, held first when paused, no longer listed as waiting', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'flaky-row',
+      args: [{ runId: 'flaky-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    await until(
+      'awaiting-operator',
+      async () => (await handle.query(statusQuery)).awaitingOperator ?? undefined,
+      30_000,
+    )
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['awaiting-operator'])
+    await handle.signal(pauseSignal)
+    const accepted = await handle.executeUpdate(retryIterationUpdate, { args: [{}] })
+    assert.deepEqual({ ...accepted, configSha256: undefined }, { iteration: 0, configSha256: undefined, change: null })
+    const held = await until(
+      'held',
+      async () => {
+        const s = await handle.query(statusQuery)
+        return s.held ? s : undefined
+      },
+      30_000,
+    )
+    assert.equal(held.awaitingOperator, null)
+    assert.equal(held.phase, 'iteration')
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['iteration'])
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 1, 'nothing runs again while paused')
+    await handle.signal(resumeSignal)
+    const result = await handle.result()
+    assert.equal(result.outcome, 'completed')
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 2)
+    assert.deepEqual(result.checkpoint, checkpoint('it0'))
   })
 
   it('carries a pause and hyperparameter changes across continue-as-new', async () => {

@@ -25,6 +25,8 @@ export interface PhaseManifest<S = Record<string, number>> {
   configSha256: string
   /** Input name → the sha256 of what the phase read. */
   inputs: Record<string, string>
+  /** The hyperparameter overrides in effect (seed/hyperparameters.ts), when the run's were changed; in configSha256 too. */
+  hyperparameters?: Record<string, unknown>
   outputs: Record<string, ObjectInfo>
   stats: S
   seedflowVersion: string
@@ -130,7 +132,7 @@ const MAX_ATTEMPTS = 100
 export async function runPhase<S>(
   deps: { store: ArtifactStore; counters?: PhaseCounters; now?: () => Date },
   scope: PhaseScope,
-  spec: { configSha256: string; inputs: Record<string, string> },
+  spec: { configSha256: string; inputs: Record<string, string>; hyperparameters?: Record<string, unknown> },
   compute: (ctx: PhaseContext) => Promise<{ outputs: Record<string, ObjectInfo>; stats: S }>,
 ): Promise<PhaseResult<S>> {
   const { store } = deps
@@ -169,6 +171,7 @@ export async function runPhase<S>(
       attempt,
       configSha256: spec.configSha256,
       inputs: spec.inputs,
+      ...(spec.hyperparameters ? { hyperparameters: spec.hyperparameters } : {}),
       outputs,
       stats,
       seedflowVersion: SEEDFLOW_VERSION,

@@ -1,6 +1,7 @@
 // The contract between the SEED workflows and the pipeline activities: keys and small summaries only, never
 // tensors or trajectories (a Temporal payload is capped at ~2 MB and stays in history). Types only.
 import type { AlgorithmName } from '../seed/algorithms.ts'
+import type { HyperparameterChange } from './hyperparameters.ts'
 import type { RecordIterationInput, RecordIterationSummary } from './iteration-record.ts'
 import type { ArtifactRef } from './record-run.ts'
 
@@ -118,6 +119,14 @@ export interface PipelineActivities {
   rescore(input: RescoreInput): Promise<PhaseSummary>
   update(input: UpdateInput): Promise<UpdateSummary>
   evaluate(input: EvaluateInput): Promise<PhaseSummary>
+  /**
+   * Records an accepted hyperparameter change (activities/hyperparameters.ts) and returns the RunRef whose
+   * configSha256 names the changed run's effective configuration.
+   */
+  recordHyperparameters(input: {
+    run: RunRef
+    change: HyperparameterChange
+  }): Promise<{ run: RunRef; record: ArtifactRef }>
   /** The end of an iteration: metrics.json from the phase manifests, then manifest.json (written last). */
   recordIteration(input: RecordIterationInput): Promise<RecordIterationSummary>
 }

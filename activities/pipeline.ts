@@ -14,6 +14,7 @@ import { mixSeed, mulberry32 } from '../envs/rng.ts'
 import { huggingFaceFolderFiles, importHuggingFaceFolder } from '../policy/hf-import.ts'
 import { ALGORITHMS, type AlgorithmRow, needsLibrary } from '../seed/algorithms.ts'
 import { type BuiltinModelConfig, type ImportedModelConfig, parseRunConfig, type RunConfig } from '../seed/config.ts'
+import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getExpected, getJson, putJson } from '../store/json.ts'
@@ -40,6 +41,7 @@ import {
   update,
   warmstart,
 } from './core/index.ts'
+import { recordHyperparameters, runConfigOf } from './hyperparameters.ts'
 import { recordIteration } from './iteration-record.ts'
 import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
 import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
@@ -97,6 +99,7 @@ const FATAL = new Set([
   'SyntaxError',
   'RangeError',
   'NotFoundError',
+  'NonFiniteLossError',
 ])
 
 /** The last progress details each running activity reported; every later heartbeat repeats them. */
@@ -280,23 +283,31 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   const { store, engine } = deps
   const phaseDeps = { store, ...(deps.counters ? { counters: deps.counters } : {}) }
   const { recordRun } = createRecordRunActivities({ store })
-  const configs = new Map<string, RunConfig>()
+  const configs = new Map<string, { config: RunConfig; overrides: HyperparameterOverrides | null }>()
 
-  /** The run's config, read from its record and checked against the hash the workflow carries. */
-  async function configOf(run: RunRef): Promise<RunConfig> {
+  /**
+   * The config the workflow's hash names: the run record's, or an effective config after hyperparameter changes
+   * (activities/hyperparameters.ts), checked against the hash, with the overrides that made it.
+   */
+  async function effectiveOf(run: RunRef) {
     const cached = configs.get(`${run.runId}/${run.configSha256}`)
     if (cached) return cached
-    const record = (await getJson(store, keys.runRecord(run.runId))) as RunRecord
-    if (record.configSha256 !== run.configSha256) {
-      throw fatal(
-        `run ${run.runId} was recorded with config ${record.configSha256}, the workflow carries ${run.configSha256}`,
-        'RunConfigConflict',
-      )
-    }
-    const parsed = parseRunConfig(record.config)
+    const { config, overrides } = await runConfigOf(store, run)
+    const parsed = parseRunConfig(config)
     if (!parsed.ok) throw fatal(`run ${run.runId}: ${parsed.problems.join('; ')}`, 'InvalidRunConfig')
-    configs.set(`${run.runId}/${run.configSha256}`, parsed.config)
-    return parsed.config
+    const entry = { config: parsed.config, overrides }
+    configs.set(`${run.runId}/${run.configSha256}`, entry)
+    return entry
+  }
+
+  async function configOf(run: RunRef): Promise<RunConfig> {
+    return (await effectiveOf(run)).config
+  }
+
+  /** A phase's spec: the config hash, its inputs and, after hyperparameter changes, the overrides in effect. */
+  async function specOf(run: RunRef, inputs: Record<string, string>) {
+    const { overrides } = await effectiveOf(run)
+    return { configSha256: run.configSha256, inputs, ...(overrides ? { hyperparameters: overrides } : {}) }
   }
 
   async function planOf(run: RunRef): Promise<RunPlan> {
@@ -355,31 +366,26 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   }
 
   /** The built-in model's base checkpoint: the warm-start (behaviour cloning from scratch). */
-  function warmstartBase(run: RunRef, config: RunConfig, model: BuiltinModelConfig) {
+  async function warmstartBase(run: RunRef, config: RunConfig, model: BuiltinModelConfig) {
     const settings = config.warmstart
     if (!settings) throw fatal('warmstart: the built-in model needs warm-start settings', 'InvalidRunConfig')
-    return runPhase(
-      phaseDeps,
-      scope(run, 'warmstart', 0),
-      { configSha256: run.configSha256, inputs: {} },
-      async (ctx) => {
-        const r = await warmstart(engine, {
-          env: config.env,
-          model,
-          prompt: config.prompt,
-          warmstart: settings,
-          analyzer: config.stage2.analyzer,
-          evaluation: config.evaluation,
-          seed: config.seed,
-          onCheck: (check) =>
-            heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
-        })
-        const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
-        const ref = await saveCheckpoint(store, prefix, r.checkpoint)
-        return { outputs: await checkpointOutputs(store, ref), stats }
-      },
-    )
+    return runPhase(phaseDeps, scope(run, 'warmstart', 0), await specOf(run, {}), async (ctx) => {
+      const r = await warmstart(engine, {
+        env: config.env,
+        model,
+        prompt: config.prompt,
+        warmstart: settings,
+        analyzer: config.stage2.analyzer,
+        evaluation: config.evaluation,
+        seed: config.seed,
+        onCheck: (check) =>
+          heartbeat({ phase: 'warmstart', step: check.step, steps: settings.steps, successRate: check.successRate }),
+      })
+      const stats = numericStats(r.stats as unknown as Record<string, unknown>, ['lastLoss'])
+      const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
+      const ref = await saveCheckpoint(store, prefix, r.checkpoint)
+      return { outputs: await checkpointOutputs(store, ref), stats }
+    })
   }
 
   /**
@@ -389,34 +395,29 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
    */
   async function importBase(run: RunRef, model: ImportedModelConfig) {
     const folder = resolve(model.folder)
-    return runPhase(
-      phaseDeps,
-      scope(run, 'import', 0),
-      { configSha256: run.configSha256, inputs: await folderHashes(folder) },
-      async (ctx) => {
-        let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
-        try {
-          imported = await importHuggingFaceFolder(folder)
-          checkpointCodec(imported.checkpoint) // every phase needs prompts: no chat template and no ChatML tokens fails here
-        } catch (error) {
-          throw fatal(`model.folder ${folder}: ${(error as Error).message}`, 'ModelImportError')
-        }
-        const c = imported.checkpoint.config
-        if (model.maxPositions > c.maxPositions) {
-          throw fatal(
-            `model.maxPositions: ${model.maxPositions} exceeds the max_position_embeddings ${c.maxPositions} of ${join(folder, 'config.json')}`,
-            'InvalidRunConfig',
-          )
-        }
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
-        const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
-        const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
-        return {
-          outputs: await checkpointOutputs(store, ref),
-          stats: { parameters, vocabSize: c.vocabSize, maxPositions: c.maxPositions },
-        }
-      },
-    )
+    return runPhase(phaseDeps, scope(run, 'import', 0), await specOf(run, await folderHashes(folder)), async (ctx) => {
+      let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
+      try {
+        imported = await importHuggingFaceFolder(folder)
+        checkpointCodec(imported.checkpoint) // every phase needs prompts: no chat template and no ChatML tokens fails here
+      } catch (error) {
+        throw fatal(`model.folder ${folder}: ${(error as Error).message}`, 'ModelImportError')
+      }
+      const c = imported.checkpoint.config
+      if (model.maxPositions > c.maxPositions) {
+        throw fatal(
+          `model.maxPositions: ${model.maxPositions} exceeds the max_position_embeddings ${c.maxPositions} of ${join(folder, 'config.json')}`,
+          'InvalidRunConfig',
+        )
+      }
+      const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, ctx.attempt))
+      const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
+      const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
+      return {
+        outputs: await checkpointOutputs(store, ref),
+        stats: { parameters, vocabSize: c.vocabSize, maxPositions: c.maxPositions },
+      }
+    })
   }
 
   /**
@@ -500,7 +501,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'annotate', 0),
-          { configSha256: run.configSha256, inputs: { base: base.sha256 } },
+          await specOf(run, { base: base.sha256 }),
           async (ctx) => {
             const { policy } = await policyOf(base)
             const { outputs, stats } = await annotateBase(run, config, policy, ctx.attempt)
@@ -518,7 +519,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'sft', 0),
-          { configSha256: run.configSha256, inputs: { base: base.sha256 } },
+          await specOf(run, { base: base.sha256 }),
           async (ctx) => {
             const { policy } = await policyOf(base)
             const annotation = await annotateBase(run, config, policy, ctx.attempt)
@@ -550,14 +551,11 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'snapshot', 0, iteration),
-          {
-            configSha256: run.configSha256,
-            inputs: {
-              acting: input.acting.sha256,
-              reference: input.reference.sha256,
-              ...(input.analyzer ? { analyzer: input.analyzer.sha256 } : {}),
-            },
-          },
+          await specOf(run, {
+            acting: input.acting.sha256,
+            reference: input.reference.sha256,
+            ...(input.analyzer ? { analyzer: input.analyzer.sha256 } : {}),
+          }),
           async (ctx) => ({
             outputs: { snapshot: await putJson(store, keys.snapshot(run.runId, iteration, ctx.attempt), snapshot) },
             stats: {},
@@ -576,10 +574,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'rollout', shard, iteration),
-          {
-            configSha256: run.configSha256,
-            inputs: { snapshot: snapshot.sha256, ...(library ? { library: library.sha256 } : {}) },
-          },
+          await specOf(run, { snapshot: snapshot.sha256, ...(library ? { library: library.sha256 } : {}) }),
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
             const { policy } = await policyOf(snap.acting)
@@ -625,7 +620,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'analyze', shard, iteration),
-          { configSha256: run.configSha256, inputs: { snapshot: snapshot.sha256, rollouts: rollouts.sha256 } },
+          await specOf(run, { snapshot: snapshot.sha256, rollouts: rollouts.sha256 }),
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
             if (!snap.analyzer) {
@@ -680,7 +675,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'rescore', 0, iteration),
-          { configSha256: run.configSha256, inputs },
+          await specOf(run, inputs),
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
             // shards are numbered locally: renumber trajectories and groups into one iteration-wide sequence
@@ -771,7 +766,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           scope(run, 'update', 0, iteration),
-          { configSha256: run.configSha256, inputs },
+          await specOf(run, inputs),
           async (ctx) => {
             const snap = await snapshotOf(snapshot)
             const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
@@ -810,10 +805,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const result = await runPhase(
           phaseDeps,
           stage === null ? scope(run, 'evaluate', 0, iteration) : scope(run, 'evaluate', stage === 'base' ? 0 : 1),
-          {
-            configSha256: run.configSha256,
-            inputs: { checkpoint: checkpoint.sha256, ...(library ? { library: library.sha256 } : {}) },
-          },
+          await specOf(run, { checkpoint: checkpoint.sha256, ...(library ? { library: library.sha256 } : {}) }),
           async (ctx) => {
             const { policy } = await policyOf(checkpoint)
             const e = config.evaluation
@@ -866,6 +858,10 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         )
         return summaryOf(result)
       })
+    },
+
+    async recordHyperparameters(input) {
+      return guarded(`recordHyperparameters ${input.change.seq}`, () => recordHyperparameters(store, input))
     },
 
     async recordIteration(input) {

@@ -3,6 +3,7 @@ import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
+import { addOperatorCommands } from './operator-cli.ts'
 import { runCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 import { registerStoreCommands } from './store-commands.ts'
@@ -176,6 +177,7 @@ program
   .description('start the local Temporal dev server (kept running until `seedflow down`)')
   .action(upCommand)
 program.command('down').description('stop the local servers that seedflow started').action(downCommand)
+addOperatorCommands(program)
 
 /** The message and its chain of causes: a failed workflow's reason sits in its activity failure. */
 function describeError(error: unknown): string {

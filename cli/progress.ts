@@ -72,7 +72,12 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
       print(`[${clock()}] evaluation ${e.label}: ${formatEvaluation(e)}`)
     evaluationsShown = status.evaluations.length
     let line: string
-    if (status.phase === 'iteration') {
+    const wait = status.awaitingOperator
+    if (wait) {
+      line =
+        `awaiting an operator: ${wait.type} in ${wait.phase} (iteration ${wait.iteration}): ${wait.message.split('\n')[0]}` +
+        ` — then \`seedflow retry ${runId}\` or \`seedflow abort ${runId}\``
+    } else if (status.phase === 'iteration') {
       const child = `${runId}/iter-${status.iteration}`
       const phase = (await childPhase(client, child)) ?? 'starting'
       line = `iteration ${status.iteration} (${status.iteration + 1} of ${status.iterations}): ${phase}`

@@ -11,8 +11,16 @@ export interface TrainStepResult {
   outputs: Record<string, number>
 }
 
+/** A step whose loss or gradient is not finite; the weights are left unchanged. */
 export class NonFiniteLossError extends Error {
   override name = 'NonFiniteLossError'
+  constructor(
+    message: string,
+    /** The step's scalar outputs (the loss under `loss`), to name the term that diverged. */
+    readonly values: Record<string, number> = {},
+  ) {
+    super(message)
+  }
 }
 
 /**
@@ -29,13 +37,21 @@ export async function trainStep(
 ): Promise<TrainStepResult> {
   const out = await model.engine.run(train, feeds)
   const loss = Number(out[IO.loss]?.data[0])
-  if (!Number.isFinite(loss)) throw new NonFiniteLossError(`train step: loss is ${loss}; weights left unchanged`)
-  const grads: Record<string, Float32Array> = {}
-  for (const spec of parameterSpecs(model.config)) grads[spec.name] = out[`${spec.name}_grad`]?.data as Float32Array
-  const { norm } = clipGradNorm(grads, maxGradNorm)
-  optimizer.step(Object.fromEntries(model.weights), grads, lr)
   const outputs: Record<string, number> = {}
   for (const [name, t] of Object.entries(out))
     if (t.dims.length === 0 && name !== IO.loss) outputs[name] = Number(t.data[0])
+  if (!Number.isFinite(loss))
+    throw new NonFiniteLossError(`train step: loss is ${loss}; weights left unchanged`, { ...outputs, loss })
+  const grads: Record<string, Float32Array> = {}
+  for (const spec of parameterSpecs(model.config)) grads[spec.name] = out[`${spec.name}_grad`]?.data as Float32Array
+  const { norm } = clipGradNorm(grads, maxGradNorm)
+  // a NaN gradient under a finite loss would turn every weight into NaN at this step
+  if (!Number.isFinite(norm))
+    throw new NonFiniteLossError(`train step: gradient norm is ${norm} (loss ${loss}); weights left unchanged`, {
+      ...outputs,
+      loss,
+      gradNorm: norm,
+    })
+  optimizer.step(Object.fromEntries(model.weights), grads, lr)
   return { loss, gradNorm: norm, outputs }
 }

@@ -31,7 +31,8 @@ export const ENV_STOP_STRINGS: Record<RunEnvName, readonly string[]> = {
 const int = (min = 0) => z.number().int().min(min)
 const positiveInt = () => z.number().int().positive()
 const probability = () => z.number().min(0).max(1)
-const lr = () => z.number().positive().max(1)
+/** No cap: a learning rate that diverges is caught where it does, by the update's non-finite loss check. */
+const lr = () => z.number().positive().finite()
 const coefficient = () => z.number().min(0).finite()
 
 /** The built-in decoder's shape (trained from scratch); the vocabulary size comes from the trained tokenizer. */
@@ -141,7 +142,7 @@ const Analyzer = z.object({
   maxAnswerTokens: positiveInt(),
 })
 
-const Stage2 = z.object({
+export const Stage2Schema = z.object({
   iterations: int(0),
   /** Tasks per RL step (B); each is rolled out `groupSize` times (N), the group sharing the task seed. */
   tasksPerStep: positiveInt(),
@@ -207,7 +208,7 @@ export const RunConfigSchema = z
     /** Only for the built-in model (an imported model starts from its own weights); null to skip. */
     warmstart: Warmstart.nullable(),
     stage1: Stage1,
-    stage2: Stage2,
+    stage2: Stage2Schema,
     evaluation: Evaluation,
     /** Root of every seed of the run (task sampling, rollouts, initialization). */
     seed: int(0),

@@ -1,9 +1,18 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
-import { ApplicationFailure, log, upsertSearchAttributes } from '@temporalio/workflow'
+import { ApplicationFailure, condition, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow'
 import type { CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/pipeline-types.ts'
 import type { ArtifactRef } from '../activities/record-run.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
 import { control, modelQueues } from './activity-proxies.ts'
+import {
+  ABORTED_TYPE,
+  abortSignal,
+  type IterationStatus,
+  iterationStatusQuery,
+  pauseSignal,
+  resumeSignal,
+  setRunSignal,
+} from './operator.ts'
 import { SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 
 export interface IterationInput {
@@ -13,6 +22,8 @@ export interface IterationInput {
   acting: CheckpointRef
   reference: CheckpointRef
   analyzer: CheckpointRef | null
+  /** Start held (the run was paused when the iteration started); absent: not paused. */
+  paused?: boolean
 }
 
 export interface IterationResult {
@@ -65,11 +76,64 @@ function summaryLine(iteration: number, stats: Record<string, number>): string {
   return `iteration ${iteration}: ${parts.join(', ')}`
 }
 
+/**
+ * The operator's hold on an iteration: pause and resume (the next phase waits), abort (the next phase does not
+ * start), a changed configuration (the next phases run under its RunRef), and the status query.
+ */
+function operatorHold(it: IterationInput) {
+  const status: IterationStatus = {
+    iteration: it.iteration,
+    phase: 'snapshot',
+    paused: it.paused ?? false,
+    held: false,
+    configSha256: it.run.configSha256,
+  }
+  let run = it.run
+  let aborted = false
+  setHandler(iterationStatusQuery, () => status)
+  setHandler(pauseSignal, () => {
+    status.paused = true
+  })
+  setHandler(resumeSignal, () => {
+    status.paused = false
+  })
+  setHandler(abortSignal, () => {
+    aborted = true
+  })
+  setHandler(setRunSignal, (next) => {
+    run = next
+    status.configSha256 = next.configSha256
+  })
+  return {
+    /**
+     * Between phases: waits while paused, stops when aborted, then shows `name` as the running phase; returns
+     * the RunRef the phase runs under.
+     */
+    async next(name: string): Promise<RunRef> {
+      if (status.paused && !aborted) {
+        status.held = true
+        status.phase = name
+        await condition(() => !status.paused || aborted)
+        status.held = false
+      }
+      if (aborted)
+        throw ApplicationFailure.nonRetryable(
+          `iteration ${it.iteration} aborted by the operator before ${name}`,
+          ABORTED_TYPE,
+        )
+      status.phase = name
+      phase(name, it.iteration)
+      return run
+    },
+  }
+}
+
 export async function seedIteration(it: IterationInput): Promise<IterationResult> {
   const row = ALGORITHMS[it.plan.algorithm]
-  const { run, iteration } = it
+  const { iteration } = it
   const { rolloutQueue, trainQueue } = modelQueues(it.plan)
-  phase('snapshot', iteration)
+  const hold = operatorHold(it)
+  let run = await hold.next('snapshot')
   const snapshot = await trainQueue.snapshot({
     run,
     iteration,
@@ -77,23 +141,23 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
     reference: it.reference,
     analyzer: it.analyzer,
   })
-  phase('rollout', iteration)
+  run = await hold.next('rollout')
   const shards = Array.from({ length: it.plan.shards }, (_, shard) => shard)
   const rollouts = await Promise.all(shards.map((shard) => rolloutQueue.rollout({ run, iteration, shard, snapshot })))
   const rolloutRefs = rollouts.map((r, shard) => output(r, 'rollouts', `rollout shard ${shard}`))
   let skills: PhaseSummary[] = []
   if ((row.phases as readonly string[]).includes('analyze')) {
-    phase('analyze', iteration)
+    run = await hold.next('analyze')
     skills = await Promise.all(
       shards.map((shard) =>
         rolloutQueue.analyze({ run, iteration, shard, snapshot, rollouts: rolloutRefs[shard] as ArtifactRef }),
       ),
     )
   }
-  phase('rescore', iteration)
+  run = await hold.next('rescore')
   const skillRefs = skills.map((s, shard) => output(s, 'skills', `analyze shard ${shard}`))
   const scored = await trainQueue.rescore({ run, iteration, snapshot, rollouts: rolloutRefs, skills: skillRefs })
-  phase('update', iteration)
+  run = await hold.next('update')
   const next = await trainQueue.update({
     run,
     iteration,
@@ -101,7 +165,7 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
     rollouts: rolloutRefs,
     rescore: output(scored, 'rescore', 'rescore'),
   })
-  phase('metrics', iteration)
+  run = await hold.next('metrics')
   const recorded = await control.recordIteration({
     run,
     iteration,

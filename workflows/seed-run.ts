@@ -1,20 +1,25 @@
 // Deterministic: runs in the workflow sandbox. A whole run: plan → prepare → Stage 1 (rows that start from it;
 // rows that only read its skill library get the library alone, `annotate`) → one child seedIteration per outer
-// iteration → evaluations; continues as new every few iterations, carrying the whole run state.
+// iteration → evaluations; continues as new every few iterations, carrying the whole run state. A failed
+// iteration waits for an operator (workflows/run-operator.ts) instead of failing the run.
 import {
   ApplicationFailure,
+  allHandlersFinished,
+  condition,
   continueAsNew,
   defineQuery,
-  executeChild,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
+import type { HyperparameterChange } from '../activities/hyperparameters.ts'
 import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
+import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
+import { type OperatorWait, RunAborted } from './operator.ts'
+import { RunOperator } from './run-operator.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
-import { seedIteration } from './seed-iteration.ts'
 
 export interface Evaluation {
   label: string
@@ -26,16 +31,28 @@ export interface Evaluation {
   manifestKey: string
 }
 
-/** What the `status` query answers: where the run is and its evaluations so far. */
+/** What the `status` query answers: where the run is, its evaluations so far, and what the operator did. */
 export interface RunStatus {
   runId: string
-  /** prepare, annotate, stage1, iteration, evaluate or done. */
+  /** prepare, annotate, stage1, iteration, evaluate, awaiting-operator, done or aborted. */
   phase: string
   /** The iteration running (or next), and how many the run has. */
   iteration: number
   iterations: number
   algorithm: string | null
   evaluations: Evaluation[]
+  /** Paused by the operator: no new phase starts until `resume`. */
+  paused: boolean
+  /** True while the run itself waits at a phase boundary because it is paused (the iteration child has its own). */
+  held: boolean
+  /** Why the run waits for an operator (`retryIteration` or `abort`); null when it does not. */
+  awaitingOperator: OperatorWait | null
+  /** Accepted hyperparameter changes, oldest first. */
+  hyperparameters: HyperparameterChange[]
+  /** The configuration hash the next phases run under (null before the run is planned). */
+  configSha256: string | null
+  /** Why the run was aborted, once it was. */
+  aborted: string | null
 }
 
 export const statusQuery = defineQuery<RunStatus>('status')
@@ -51,6 +68,10 @@ export interface RunState {
   /** Analyzer for rows whose skills come from fixed weights (seed-static: π_0). */
   fixedAnalyzer: CheckpointRef | null
   evaluations: Evaluation[]
+  /** The operator's changes and pause (absent in runs continued before they existed). */
+  overrides?: HyperparameterOverrides
+  hyperparameters?: HyperparameterChange[]
+  paused?: boolean
 }
 
 export interface SeedRunInput {
@@ -62,8 +83,12 @@ export interface SeedRunInput {
 
 export interface SeedRunResult {
   runId: string
-  checkpoint: CheckpointRef
+  /** The last checkpoint; null when the run was aborted before it had one. */
+  checkpoint: CheckpointRef | null
   evaluations: Evaluation[]
+  /** `aborted`: ended by the operator's `abort` (the reason in `aborted`). */
+  outcome: 'completed' | 'aborted'
+  aborted?: string
 }
 
 export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
@@ -74,50 +99,95 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       'InvalidRunConfig',
     )
   }
+  const carried = input.state
   const status: RunStatus = {
     runId: input.runId,
     phase: 'prepare',
-    iteration: input.state?.iteration ?? 0,
-    iterations: input.state?.plan.iterations ?? 0,
-    algorithm: input.state?.plan.algorithm ?? null,
-    evaluations: input.state?.evaluations ?? [],
+    iteration: carried?.iteration ?? 0,
+    iterations: carried?.plan.iterations ?? 0,
+    algorithm: carried?.plan.algorithm ?? null,
+    evaluations: carried?.evaluations ?? [],
+    paused: false,
+    held: false,
+    awaitingOperator: null,
+    hyperparameters: [],
+    configSha256: null,
+    aborted: null,
   }
   setHandler(statusQuery, () => status)
-  const state = input.state ?? (await start(input, status))
-  const first = state.iteration
-  const row = ALGORITHMS[state.plan.algorithm]
-  while (row.rl && state.iteration < state.plan.iterations) {
-    const k = state.iteration
-    Object.assign(status, { phase: 'iteration', iteration: k })
-    const analyzer = row.analyzer === 'current' ? state.acting : row.analyzer === 'stage1' ? state.fixedAnalyzer : null
-    const result = await executeChild(seedIteration, {
-      workflowId: `${state.run.runId}/iter-${k}`,
-      args: [
-        { run: state.run, plan: state.plan, iteration: k, acting: state.acting, reference: state.reference, analyzer },
-      ],
-    })
-    state.acting = result.checkpoint
-    state.iteration = k + 1
-    const last = state.iteration === state.plan.iterations
-    status.iteration = state.iteration
-    if (last || state.iteration % state.plan.evalEvery === 0) await evaluate(state, `iteration ${k}`, k, status)
-    if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
-      await continueAsNew<typeof seedRun>({ runId: input.runId, config: input.config, state })
+  const operator = new RunOperator(
+    input.config,
+    status,
+    carried?.run ?? null,
+    carried && {
+      overrides: carried.overrides ?? {},
+      hyperparameters: carried.hyperparameters ?? [],
+      paused: !!carried.paused,
+    },
+  )
+  operator.install()
+  let state: RunState | undefined = carried
+  try {
+    state = carried ?? (await start(input, status, operator))
+    const first = state.iteration
+    const row = ALGORITHMS[state.plan.algorithm]
+    while (row.rl && state.iteration < state.plan.iterations) {
+      await operator.boundary()
+      const k = state.iteration
+      Object.assign(status, { phase: 'iteration', iteration: k })
+      const analyzer =
+        row.analyzer === 'current' ? state.acting : row.analyzer === 'stage1' ? state.fixedAnalyzer : null
+      const s = state
+      const result = await operator.orWait(k, () =>
+        operator.iteration({ plan: s.plan, iteration: k, acting: s.acting, reference: s.reference, analyzer }),
+      )
+      state.acting = result.checkpoint
+      state.iteration = k + 1
+      const last = state.iteration === state.plan.iterations
+      status.iteration = state.iteration
+      if (last || state.iteration % state.plan.evalEvery === 0) {
+        await operator.boundary()
+        await operator.orWait(k, () => evaluate(s, operator, `iteration ${k}`, k, status))
+      }
+      if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
+        await condition(allHandlersFinished)
+        await continueAsNew<typeof seedRun>({
+          runId: input.runId,
+          config: input.config,
+          state: { ...state, run: operator.run as RunRef, ...operator.carry() },
+        })
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof RunAborted)) throw error
+    upsertSearchAttributes([{ key: SEED_PHASE, value: 'aborted' }])
+    Object.assign(status, { phase: 'aborted', aborted: error.message })
+    await condition(allHandlersFinished)
+    return {
+      runId: input.runId,
+      checkpoint: state?.acting ?? null,
+      evaluations: status.evaluations,
+      outcome: 'aborted',
+      aborted: error.message,
     }
   }
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'done' }])
   status.phase = 'done'
-  return { runId: state.run.runId, checkpoint: state.acting, evaluations: state.evaluations }
+  await condition(allHandlersFinished)
+  return { runId: input.runId, checkpoint: state.acting, evaluations: state.evaluations, outcome: 'completed' }
 }
 
 /**
  * Plan the run, make the base checkpoint, annotate where the row reads the library without Stage 1 (the base
  * evaluation of `skill-prompt` and `skill-grpo` already puts library skills in the prompt), run Stage 1 where
- * the row starts from it, evaluate both.
+ * the row starts from it, evaluate both. A bad configuration fails the run at planRun; later failures wait for
+ * an operator.
  */
-async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> {
+async function start(input: SeedRunInput, status: RunStatus, operator: RunOperator): Promise<RunState> {
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
   const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
+  operator.run = run
+  status.configSha256 = run.configSha256
   upsertSearchAttributes([
     { key: SEED_ENV, value: plan.env },
     { key: SEED_ALGORITHM, value: plan.algorithm },
@@ -125,7 +195,9 @@ async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> 
   Object.assign(status, { iterations: plan.iterations, algorithm: plan.algorithm })
   const row = ALGORITHMS[plan.algorithm]
   const { rolloutQueue, trainQueue } = modelQueues(plan)
-  const base = await trainQueue.prepare({ run })
+  const current = () => operator.run as RunRef
+  await operator.boundary()
+  const base = await operator.orWait(-1, () => trainQueue.prepare({ run: current() }))
   const state: RunState = {
     run,
     plan,
@@ -136,31 +208,42 @@ async function start(input: SeedRunInput, status: RunStatus): Promise<RunState> 
     evaluations: status.evaluations,
   }
   if (needsLibrary(row) && !needsStage1(row)) {
+    await operator.boundary()
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
     status.phase = 'annotate'
-    await rolloutQueue.annotate({ run, base: base.checkpoint })
+    await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: base.checkpoint }))
   }
-  await evaluate(state, 'base', -1, status)
+  await operator.boundary()
+  await operator.orWait(-1, () => evaluate(state, operator, 'base', -1, status))
   if (needsStage1(row)) {
+    await operator.boundary()
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
     status.phase = 'stage1'
-    const sft = await trainQueue.stage1({ run, base: base.checkpoint })
+    const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base: base.checkpoint }))
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
-    await evaluate(state, 'stage 1', -1, status)
+    await operator.boundary()
+    await operator.orWait(-1, () => evaluate(state, operator, 'stage 1', -1, status))
   }
   return state
 }
 
-async function evaluate(state: RunState, label: string, iteration: number, status: RunStatus): Promise<void> {
+async function evaluate(
+  state: RunState,
+  operator: RunOperator,
+  label: string,
+  iteration: number,
+  status: RunStatus,
+): Promise<void> {
   status.phase = 'evaluate'
   upsertSearchAttributes([
     { key: SEED_PHASE, value: 'evaluate' },
     { key: SEED_ITERATION, value: Math.max(iteration, 0) },
   ])
   const { rolloutQueue } = modelQueues(state.plan)
-  const result = await rolloutQueue.evaluate({ run: state.run, iteration, label, checkpoint: state.acting })
+  const run = operator.run as RunRef
+  const result = await rolloutQueue.evaluate({ run, iteration, label, checkpoint: state.acting })
   const success = result.stats.success ?? Number.NaN
   state.evaluations.push({
     label,

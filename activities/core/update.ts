@@ -2,7 +2,7 @@
 // mini-batches (ppo_epochs = 1, no shuffle) of the actor loss L_pg − c_H·H + λ·L_opd + c_KL·L_kl built into the
 // policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories).
 import { AdamW, type AdamWState, type Feeds, type ModelHandle, type Value } from '../../engine/index.ts'
-import { trainStep } from '../../policy/train-step.ts'
+import { NonFiniteLossError, type TrainStepResult, trainStep } from '../../policy/train-step.ts'
 import type { Stage2Config } from '../../seed/config.ts'
 import {
   type ActorLossInputs,
@@ -234,6 +234,41 @@ export function actorFeeds(
   return feeds
 }
 
+/** The loss terms an operator reads in a non-finite failure, in the order they are checked, by graph output. */
+const LOSS_TERMS = [
+  ['pg', OUT.pgLoss],
+  ['kl', OUT.kl],
+  ['entropy', OUT.entropy],
+  ['opd', OUT.opdLoss],
+  ['total', 'loss'],
+  ['gradient', 'gradNorm'],
+] as const
+
+/**
+ * A mini-batch step, its non-finite failure rethrown naming the first non-finite loss term (pg, kl, entropy,
+ * opd; total when only the sum diverged; gradient when the loss is finite but its gradient is not).
+ */
+async function namedNonFinite(
+  step: Promise<TrainStepResult>,
+  miniBatch: number,
+  miniBatches: number,
+  lr: number,
+): Promise<TrainStepResult> {
+  try {
+    return await step
+  } catch (error) {
+    if (!(error instanceof NonFiniteLossError)) throw error
+    const v = error.values
+    const [term, output] = LOSS_TERMS.find(([, name]) => name in v && !Number.isFinite(v[name])) ?? ['total', 'loss']
+    const what = term === 'gradient' ? 'the gradient norm' : `the ${term} loss term`
+    throw new NonFiniteLossError(
+      `${what} is ${v[output]} in mini-batch ${miniBatch} of ${miniBatches} (total loss ${v.loss}, ` +
+        `lr ${lr}); weights left unchanged: retry with a smaller stage2.lr`,
+      v,
+    )
+  }
+}
+
 /** One pass over the samples in mini-batches; trains `policy`'s weights in place. */
 export async function update(policy: Policy, input: UpdateInput): Promise<UpdateResult> {
   const started = performance.now()
@@ -249,7 +284,12 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
     const batch = samples.slice(from, from + settings.miniBatchSize)
     const feeds = actorFeeds(policy, batch, advantages.subarray(from, from + batch.length), terms, settings.temperature)
-    const step = await trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm)
+    const step = await namedNonFinite(
+      trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm),
+      perMiniBatch.length + 1,
+      Math.ceil(samples.length / settings.miniBatchSize),
+      settings.lr,
+    )
     const o = step.outputs
     const m: MiniBatchMetrics = {
       samples: batch.length,

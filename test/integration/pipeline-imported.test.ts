@@ -73,7 +73,7 @@ describe('seedRun on an imported Qwen2 folder (real dev server, S3 store)', () =
     const manifest = (await getJson(store, keys.iterationManifest(RUN_ID, 0))) as Manifest
     assert.ok(manifest.artifacts[keys.checkpoint(RUN_ID, 0, 'tokenizer_config.json')])
     assert.equal(
-      result.checkpoint.prefix,
+      result.checkpoint?.prefix,
       keys.checkpoint(RUN_ID, 0, 'model.safetensors').replace(/model\.safetensors$/, ''),
     )
   })

@@ -97,10 +97,10 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
     assert.ok(present.has(keys.sftAnnotations(RUN_ID)))
     assert.ok(present.has(keys.checkpoint(RUN_ID, 1, 'optimizer.safetensors')))
     assert.equal(
-      result.checkpoint.prefix,
+      result.checkpoint?.prefix,
       keys.checkpoint(RUN_ID, 1, 'model.safetensors').replace(/model\.safetensors$/, ''),
     )
-    assert.equal((await store.head(`${result.checkpoint.prefix}model.safetensors`))?.sha256, result.checkpoint.sha256)
+    assert.equal((await store.head(`${result.checkpoint?.prefix}model.safetensors`))?.sha256, result.checkpoint?.sha256)
     assert.equal(
       [...counters.reused.values()].reduce((a, b) => a + b, 0),
       0,
@@ -287,7 +287,7 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
       assert.ok(parents.includes(keys.sftAnnotations(runId)), `rollouts ${shard} parents: ${parents}`)
     }
     assert.equal(
-      result.checkpoint.prefix,
+      result.checkpoint?.prefix,
       keys.checkpoint(runId, 0, 'model.safetensors').replace(/model\.safetensors$/, ''),
     )
   })

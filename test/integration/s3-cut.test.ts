@@ -114,6 +114,7 @@ describe('S3 connections cut mid-upload (loopback proxy, real S3 server)', () =>
         workflowExecutionTimeout: '4 minutes',
       })
       const result = await handle.result()
+      assert.ok(result.checkpoint, `run ended without a checkpoint (${result.outcome})`)
       assert.equal(proxy.cuts - before, 3)
       assert.equal(result.checkpoint.prefix, checkpointKey.slice(0, -'model.safetensors'.length))
       const model = await direct.get(checkpointKey) // verified against its recorded sha256

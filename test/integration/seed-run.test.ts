@@ -6,18 +6,31 @@ import { writeFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { Context } from '@temporalio/activity'
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { ApplicationFailure } from '@temporalio/common'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
 import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/pipeline-types.ts'
 import type { AlgorithmName } from '../../seed/algorithms.ts'
+import type { RunConfig } from '../../seed/config.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
+import { pauseSignal, resumeSignal, retryIterationUpdate, setHyperparametersUpdate } from '../../workflows/operator.ts'
 import { type RunStatus, statusQuery } from '../../workflows/seed-run.ts'
+import { microConfig } from '../activities/core/micro.ts'
+import { seedflow } from '../cli/seedflow-process.ts'
 import { historyFixture } from '../workflows/history-fixtures.ts'
 import { testServers } from './servers.ts'
+import { until } from './until.ts'
 
 const calls: string[] = []
+/** The stand-in update of run flaky-row fails once. */
+let flakyFailed = false
+/** Called by the stand-in evaluate while it runs, with its label. */
+let duringEvaluate: ((label: string) => Promise<void>) | undefined
+/** `iteration:hash prefix` of the RunRef each stand-in rollout got. */
+const configsSeen: string[] = []
+const isRunConfig = (c: unknown): c is RunConfig => typeof c === 'object' && c !== null && 'stage2' in c
 /** Called by the stand-in annotate while it runs, with the workflow id of its run. */
 let duringAnnotate: ((workflowId: string) => Promise<void>) | undefined
 const ref = (key: string) => ({ key, sha256: 'f'.repeat(64), bytes: 1 })
@@ -32,7 +45,10 @@ const summary = (key: string, outputs: Record<string, string>, stats: Record<str
 const activities: PipelineActivities = {
   async planRun({ runId, config }) {
     calls.push('planRun')
-    const c = config as RunPlan
+    // a real run config (the operator tests validate overrides against it) plans two shards per iteration
+    const c = isRunConfig(config)
+      ? plan(config.algorithm, { iterations: config.stage2.iterations, iterationsPerRun: 1 })
+      : (config as RunPlan)
     return { run: { runId, configSha256: 'c'.repeat(64) }, plan: { ...c }, record: ref(`runs/${runId}/run.json`) }
   },
   async prepare() {
@@ -53,8 +69,9 @@ const activities: PipelineActivities = {
     calls.push(`snapshot:${iteration}:${acting.prefix}:${analyzer?.prefix ?? '-'}`)
     return ref(`snapshot-${iteration}`)
   },
-  async rollout({ iteration, shard }) {
+  async rollout({ run, iteration, shard }) {
     calls.push(`rollout:${iteration}:${shard}`)
+    configsSeen.push(`${iteration}:${run.configSha256.slice(0, 2)}`)
     return summary('rollout', { rollouts: `r-${iteration}-${shard}` }, { success: 0.25 * (shard + 1) })
   },
   async analyze({ iteration, shard, rollouts }) {
@@ -65,13 +82,24 @@ const activities: PipelineActivities = {
     calls.push(`rescore:${iteration}:${rollouts.length}:${skills.length}`)
     return summary('rescore', { rescore: `sc-${iteration}` })
   },
-  async update({ iteration, rescore }) {
+  async update({ run, iteration, rescore }) {
     calls.push(`update:${iteration}:${rescore.key}`)
+    if (run.runId === 'flaky-row' && !flakyFailed) {
+      flakyFailed = true
+      throw ApplicationFailure.nonRetryable('the kl loss term is NaN', 'NonFiniteLossError')
+    }
+    if (run.runId === 'diverging-row')
+      throw ApplicationFailure.nonRetryable('the pg loss term is NaN', 'NonFiniteLossError')
     return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
   },
   async evaluate({ label, checkpoint: ck }) {
     calls.push(`evaluate:${label}:${ck.prefix}`)
+    await duringEvaluate?.(label)
     return summary('evaluate', {}, { success: 0.5 })
+  },
+  async recordHyperparameters({ run, change }) {
+    calls.push(`hyperparameters:${change.seq}`)
+    return { run: { ...run, configSha256: `h${change.seq}`.padEnd(64, '0') }, record: ref(`hp-${change.seq}`) }
   },
   async recordIteration({ iteration, manifests: m }) {
     calls.push(`record:${iteration}:${m.rollout.length}:${m.analyze.length}:${m.rescore.length}:${m.update.length}`)
@@ -256,6 +284,137 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       'evaluate:base:base/',
       ...GRPO_ITERATION,
     ])
+  })
+
+  it('waits for an operator after a failed iteration instead of failing, and ends cleanly on abort', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'diverging-row',
+      args: [{ runId: 'diverging-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    const status = await until(
+      'awaiting-operator',
+      async () => {
+        const s = await handle.query(statusQuery)
+        return s.awaitingOperator ? s : undefined
+      },
+      30_000,
+    )
+    assert.deepEqual(
+      { ...status.awaitingOperator, since: undefined },
+      {
+        type: 'NonFiniteLossError',
+        message: 'the pg loss term is NaN',
+        iteration: 0,
+        phase: 'update',
+        since: undefined,
+      },
+    )
+    assert.equal((await handle.describe()).status.name, 'RUNNING')
+    const aborted = await seedflow(['abort', 'diverging-row', '--reason', 'diverged; rerun with a smaller lr'], {
+      TEMPORAL_ADDRESS: testServers().temporalAddress,
+    })
+    assert.equal(aborted.code, 0, aborted.err)
+    const result = await handle.result()
+    assert.equal(result.outcome, 'aborted')
+    assert.equal(result.aborted, 'diverged; rerun with a smaller lr')
+    assert.deepEqual(result.checkpoint, checkpoint('base'))
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 1, 'the non-retryable failure ran once')
+    const final = await handle.query(statusQuery)
+    assert.equal(final.phase, 'aborted')
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['aborted'])
+  })
+
+  it('runs the failed iteration again on retryIteration, held first when paused, no longer listed as waiting', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'flaky-row',
+      args: [{ runId: 'flaky-row', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    await until(
+      'awaiting-operator',
+      async () => (await handle.query(statusQuery)).awaitingOperator ?? undefined,
+      30_000,
+    )
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['awaiting-operator'])
+    await handle.signal(pauseSignal)
+    const accepted = await handle.executeUpdate(retryIterationUpdate, { args: [{}] })
+    assert.deepEqual({ ...accepted, configSha256: undefined }, { iteration: 0, configSha256: undefined, change: null })
+    const held = await until(
+      'held',
+      async () => {
+        const s = await handle.query(statusQuery)
+        return s.held ? s : undefined
+      },
+      30_000,
+    )
+    assert.equal(held.awaitingOperator, null)
+    assert.equal(held.phase, 'iteration')
+    assert.deepEqual((await handle.describe()).searchAttributes.SeedPhase, ['iteration'])
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 1, 'nothing runs again while paused')
+    await handle.signal(resumeSignal)
+    const result = await handle.result()
+    assert.equal(result.outcome, 'completed')
+    assert.equal(calls.filter((c) => c.startsWith('update:')).length, 2)
+    assert.deepEqual(result.checkpoint, checkpoint('it0'))
+  })
+
+  it('carries a pause and hyperparameter changes across continue-as-new', async () => {
+    configsSeen.length = 0
+    const c = microConfig('grpo')
+    let paused: () => Promise<void> = async () => {}
+    duringEvaluate = async (label) => {
+      if (label === 'iteration 0') await paused()
+    }
+    try {
+      const handle = await client.workflow.start(seedRun, {
+        taskQueue: TASK_QUEUES.control,
+        workflowId: 'carry-row',
+        args: [{ runId: 'carry-row', config: { ...c, stage2: { ...c.stage2, iterations: 2 } } }],
+      })
+      paused = () => handle.signal(pauseSignal) // while iteration 0 is evaluated, right before continue-as-new
+      const change = await handle.executeUpdate(setHyperparametersUpdate, { args: [{ stage2: { lr: 1e-4 } }] })
+      assert.equal(change.configSha256?.slice(0, 2), 'h0')
+      const status = await until(
+        'the continued run held at iteration 1',
+        async () => {
+          const s = await handle.query(statusQuery)
+          return s.iteration === 1 && s.held ? s : undefined
+        },
+        30_000,
+      )
+      const first = await client.workflow.getHandle('carry-row', handle.firstExecutionRunId).describe()
+      assert.equal(first.status.name, 'CONTINUED_AS_NEW')
+      assert.equal(status.paused, true)
+      assert.equal(status.configSha256?.slice(0, 2), 'h0')
+      assert.deepEqual(
+        status.hyperparameters.map((h) => [h.seq, h.cumulative]),
+        [[0, { stage2: { lr: 1e-4 } }]],
+      )
+      assert.ok(!configsSeen.some((s) => s.startsWith('1:')), 'iteration 1 waits while paused')
+      await handle.signal(resumeSignal)
+      assert.equal((await handle.result()).outcome, 'completed')
+      assert.deepEqual(
+        configsSeen.filter((s) => s.startsWith('1:')),
+        ['1:h0', '1:h0'],
+      )
+    } finally {
+      duringEvaluate = undefined
+    }
+  })
+
+  it('refuses retryIteration while the run is not waiting for an operator', async () => {
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'retry-refused',
+      args: [{ runId: 'retry-refused', config: plan('grpo', { iterations: 1, iterationsPerRun: 10 }) }],
+    })
+    await assert.rejects(handle.executeUpdate(retryIterationUpdate, { args: [{}] }), (e: Error) =>
+      /is not waiting for an operator/.test(String((e.cause as Error | undefined)?.message)),
+    )
+    assert.equal((await handle.result()).outcome, 'completed')
   })
 
   it('fails at once, without retrying, when the run id differs from the workflow id', async () => {

@@ -286,6 +286,7 @@ describe('killing the worker at each phase fault point (one worker after another
     const handle = await start(`${RUN_ID}-reference`)
     const result = await handle.result()
     await kill(w)
+    assert.ok(result.checkpoint, `reference run ended without a checkpoint (${result.outcome})`)
     reference = await runBytes(store, `${RUN_ID}-reference`, result.checkpoint.sha256)
     console.log(`worker-kill chain: uninterrupted run ${((Date.now() - started) / 1000).toFixed(1)} s`)
   })
@@ -345,6 +346,7 @@ describe('killing the worker at each phase fault point (one worker after another
         (await finishedPhases(store, runId)).filter((f) => f.includes('+attempt')),
         [],
       )
+      assert.ok(result.checkpoint, `run ended without a checkpoint (${result.outcome})`)
       assert.deepEqual(await runBytes(store, runId, result.checkpoint.sha256), reference)
       console.log(`worker-kill chain: ${point}, 6 kills, run done in ${seconds.toFixed(1)} s`)
     })

@@ -20,6 +20,7 @@ import { createLocalEngine } from '../../../engine/index.ts'
 import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
+import { NonFiniteLossError } from '../../../policy/train-step.ts'
 import { EPISODE_SKILL_TITLE, episodeSkillBlock } from '../../../seed/index.ts'
 import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
 
@@ -265,6 +266,25 @@ describe('update', () => {
       for (let t = 0; t < T; t++) teacher[b * T + t] = 0
     })
     assert.notDeepEqual(shiftAnalyzed.grad, reference.grad)
+  })
+
+  it('fails a diverging learning rate in the second mini-batch, naming the loss term, mini-batch and lr', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    assert.ok(r.samples.length > 8, `${r.samples.length} samples: at least three mini-batches of 4`)
+    const diverging = microPolicy(engine, checkpoint)
+    await assert.rejects(update(diverging, { samples: r.samples, terms, settings: { ...settings, lr: 1e12 } }), (e) => {
+      assert.ok(e instanceof NonFiniteLossError, String(e))
+      assert.match(e.message, /^the (pg|kl|entropy|opd|total) loss term is (NaN|-?Infinity) in mini-batch 2 of \d+ /)
+      assert.match(e.message, /lr 1000000000000\b/)
+      assert.ok(!Number.isFinite(e.values.loss ?? 0))
+      return true
+    })
   })
 })
 

@@ -1,0 +1,125 @@
+// Hyperparameter changes of a running run, in the store: each accepted change as a run-level record
+// (`runs/<id>/hyperparameters/<seq>.json`) and the effective configuration it makes, under its hash
+// (`runs/<id>/configs/<sha256>.json`). A RunRef whose configSha256 is not the run record's names one of these:
+// the activities read and hash the effective configuration, so a phase computed before a change is not reused
+// after it (the phase wrapper recomputes it under a new attempt).
+import { ApplicationFailure } from '@temporalio/common'
+import { parseRunConfig } from '../seed/config.ts'
+import { effectiveConfig, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { NotFoundError } from '../store/errors.ts'
+import { sha256Hex } from '../store/hash.ts'
+import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
+import { assertValidKey } from '../store/key-check.ts'
+import { keys } from '../store/keys.ts'
+import type { RunRef } from './pipeline-types.ts'
+import type { ArtifactRef, RunRecord } from './record-run.ts'
+
+/** One accepted change, as the workflow records it (its status query and continueAsNew carry the list). */
+export interface HyperparameterChange {
+  /** 0, 1, … in the order the run accepted them. */
+  seq: number
+  source: 'setHyperparameters' | 'retryIteration'
+  /** The iteration and phase the run was in when the change was accepted. */
+  iteration: number
+  phase: string
+  /** The change as given. */
+  overrides: HyperparameterOverrides
+  /** Every change so far, this one included: what the effective configuration adds to the run's. */
+  cumulative: HyperparameterOverrides
+  /** Workflow time of acceptance (ISO 8601). */
+  at: string
+  /** The effective configuration's hash after the change (set once recorded). */
+  configSha256?: string
+}
+
+/** `runs/<id>/configs/<sha256>.json`: an effective configuration and how it came from the run's. */
+export interface EffectiveConfigRecord {
+  runId: string
+  configSha256: string
+  /** The run record's configuration hash (the configuration as given). */
+  baseConfigSha256: string
+  overrides: HyperparameterOverrides
+  config: unknown
+}
+
+const pad4 = (n: number) => String(n).padStart(4, '0')
+
+export const hyperparameterKeys = {
+  effectiveConfig: (runId: string, sha256: string) => checked(`${keys.runPrefix(runId)}configs/${sha256}.json`),
+  change: (runId: string, seq: number) => checked(`${keys.runPrefix(runId)}hyperparameters/${pad4(seq)}.json`),
+}
+
+function checked(key: string): string {
+  assertValidKey(key)
+  return key
+}
+
+function fatal(message: string, type: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, type)
+}
+
+/**
+ * The configuration a RunRef names, as given (unparsed) and with the overrides that made it (none for the run's
+ * own). A hash that names neither fails for good: the workflow and the store disagree about the run.
+ */
+export async function runConfigOf(
+  store: ArtifactStore,
+  run: RunRef,
+): Promise<{ config: unknown; overrides: HyperparameterOverrides | null }> {
+  const record = (await getJson(store, keys.runRecord(run.runId))) as RunRecord
+  if (record.configSha256 === run.configSha256) return { config: record.config, overrides: null }
+  const key = hyperparameterKeys.effectiveConfig(run.runId, run.configSha256)
+  let effective: EffectiveConfigRecord
+  try {
+    effective = (await getJson(store, key)) as EffectiveConfigRecord
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error
+    throw fatal(
+      `run ${run.runId} was recorded with config ${record.configSha256} and has no changed config ${run.configSha256} (${key})`,
+      'RunConfigConflict',
+    )
+  }
+  const sha = sha256Hex(Buffer.from(canonicalJson(effective.config)))
+  if (sha !== run.configSha256 || effective.baseConfigSha256 !== record.configSha256) {
+    throw fatal(
+      `${key}: its config hashes to ${sha} on top of ${effective.baseConfigSha256}, not ${run.configSha256} on top of ${record.configSha256}`,
+      'IntegrityError',
+    )
+  }
+  return { config: effective.config, overrides: effective.overrides }
+}
+
+/**
+ * Records an accepted change: the effective configuration under its hash and the change itself, both
+ * create-if-absent (a retried activity finds them written). Returns the RunRef of the changed run. The workflow
+ * validated the change; a configuration that no longer parses here fails for good.
+ */
+export async function recordHyperparameters(
+  store: ArtifactStore,
+  input: { run: RunRef; change: HyperparameterChange },
+): Promise<{ run: RunRef; record: ArtifactRef }> {
+  const { run, change } = input
+  const record = (await getJson(store, keys.runRecord(run.runId))) as RunRecord
+  const config = effectiveConfig(record.config, change.cumulative)
+  const parsed = parseRunConfig(config)
+  if (!parsed.ok) throw fatal(`invalid hyperparameters:\n${parsed.problems.join('\n')}`, 'InvalidRunConfig')
+  const configSha256 = sha256Hex(Buffer.from(canonicalJson(config)))
+  const effective: EffectiveConfigRecord = {
+    runId: run.runId,
+    configSha256,
+    baseConfigSha256: record.configSha256,
+    overrides: change.cumulative,
+    config,
+  }
+  if (configSha256 !== record.configSha256)
+    await putJsonIfAbsent(store, hyperparameterKeys.effectiveConfig(run.runId, configSha256), effective)
+  const written = await putJsonIfAbsent(store, hyperparameterKeys.change(run.runId, change.seq), {
+    runId: run.runId,
+    ...change,
+    previousConfigSha256: run.configSha256,
+    configSha256,
+  })
+  const info = written.info
+  return { run: { runId: run.runId, configSha256 }, record: { key: info.key, sha256: info.sha256, bytes: info.bytes } }
+}

@@ -1,0 +1,56 @@
+// `seedflow retry | pause | resume | abort <run>`: the operator's signals and updates (workflows/operator.ts)
+// sent to a running run. retry is an update: a run that is not waiting for an operator, or bad overrides, are
+// rejected with the reason (every bad field path) and change nothing.
+import { WorkflowUpdateFailedError } from '@temporalio/client'
+import { abortSignal, pauseSignal, resumeSignal, retryIterationUpdate } from '../workflows/operator.ts'
+import { readOverrides } from './overrides.ts'
+import { CliError, connectToRun, type RunClient, refusal } from './run-client.ts'
+
+function say(line: string): void {
+  process.stdout.write(`seedflow: ${line}\n`)
+}
+
+async function withRun<T>(runId: string, body: (run: RunClient) => Promise<T>): Promise<T> {
+  const run = await connectToRun(runId)
+  try {
+    const description = await run.handle.describe()
+    if (description.status.name !== 'RUNNING')
+      throw new CliError(`run ${runId} on ${run.address} is not running (${description.status.name})`)
+    return await body(run)
+  } finally {
+    await run.close()
+  }
+}
+
+export async function retryCommand(runId: string, options: { set?: string[]; overrides?: string }): Promise<void> {
+  const overrides = await readOverrides(options)
+  await withRun(runId, async (run) => {
+    try {
+      const accepted = await run.handle.executeUpdate(retryIterationUpdate, {
+        args: [overrides === undefined ? {} : { overrides }],
+      })
+      const what = accepted.iteration >= 0 ? `iteration ${accepted.iteration}` : 'the failed phase'
+      const changed = accepted.change ? ` with ${JSON.stringify(accepted.change.overrides)}` : ''
+      say(`run ${runId}: retrying ${what}${changed} (config ${accepted.configSha256.slice(0, 12)})`)
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError)
+        throw new CliError(`run ${runId} refused the retry: ${refusal(error)}`)
+      throw error
+    }
+  })
+}
+
+export async function pauseCommand(runId: string): Promise<void> {
+  await withRun(runId, (run) => run.handle.signal(pauseSignal))
+  say(`run ${runId}: paused; the running phase finishes, no new phase starts until \`seedflow resume ${runId}\``)
+}
+
+export async function resumeCommand(runId: string): Promise<void> {
+  await withRun(runId, (run) => run.handle.signal(resumeSignal))
+  say(`run ${runId}: resumed`)
+}
+
+export async function abortCommand(runId: string, options: { reason?: string }): Promise<void> {
+  await withRun(runId, (run) => run.handle.signal(abortSignal, { reason: options.reason ?? 'aborted by the operator' }))
+  say(`run ${runId}: aborting; it ends after the running phase (\`seedflow status ${runId}\` shows when)`)
+}

@@ -1,0 +1,42 @@
+// The operator's commands on a running run, registered on the `seedflow` program: status, retry, pause,
+// resume, abort. Each connects to the run's Temporal server and starts nothing.
+import type { Command } from 'commander'
+import { abortCommand, pauseCommand, resumeCommand, retryCommand } from './control-commands.ts'
+import { statusCommand } from './status-command.ts'
+
+const RUN = ['<run>', 'run id (= the seedRun workflow id)'] as const
+
+const collect = (value: string, previous: string[] = []) => [...previous, value]
+
+export function addOperatorCommands(program: Command): void {
+  program
+    .command('status')
+    .description(
+      'where a run is: phase, iteration k of K, evaluations, paused, awaiting an operator (with the failure), hyperparameter changes',
+    )
+    .argument(...RUN)
+    .action(statusCommand)
+  program
+    .command('retry')
+    .description('run the failed iteration of a run that awaits an operator again, optionally with new hyperparameters')
+    .argument(...RUN)
+    .option('--set <path=value>', 'a hyperparameter override, e.g. stage2.lr=1e-4 (repeatable)', collect)
+    .option('--overrides <file>', 'hyperparameter overrides as JSON, e.g. {"stage2": {"lr": 1e-4}} (--set on top)')
+    .action(retryCommand)
+  program
+    .command('pause')
+    .description('pause a run between phases: the running phase finishes, no new one starts until resume')
+    .argument(...RUN)
+    .action(pauseCommand)
+  program
+    .command('resume')
+    .description('resume a paused run')
+    .argument(...RUN)
+    .action(resumeCommand)
+  program
+    .command('abort')
+    .description('end a run cleanly after its running phase (also a run that awaits an operator)')
+    .argument(...RUN)
+    .option('--reason <text>', 'recorded as the run result')
+    .action(abortCommand)
+}

@@ -1,0 +1,104 @@
+// `seedflow status <run>`: where a run is (phase, iteration k of K with a progress bar), its evaluations, and
+// what the operator needs to know: paused, awaiting an operator with the failure, hyperparameter changes.
+import { iterationStatusQuery } from '../workflows/operator.ts'
+import { type RunStatus, statusQuery } from '../workflows/seed-run.ts'
+import { formatEvaluation } from './progress.ts'
+import { CliError, connectToRun, type RunClient } from './run-client.ts'
+
+/** `[########------------] 2/5`: `done` of `total` as a bar of `width` cells. */
+export function progressBar(done: number, total: number, width = 20): string {
+  const share = total > 0 ? Math.min(1, Math.max(0, done / total)) : 0
+  const filled = Math.round(share * width)
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total}`
+}
+
+const STATUS_TIMEOUT_MS = 15_000
+
+/** The run's status query; a running run with no worker to answer it is named as such. */
+async function queryStatus(run: RunClient, runId: string): Promise<RunStatus> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new CliError(
+            `run ${runId} on ${run.address} did not answer its status query in ${STATUS_TIMEOUT_MS / 1000} s: is a worker running? (\`seedflow worker\`)`,
+          ),
+        ),
+      STATUS_TIMEOUT_MS,
+    )
+  })
+  try {
+    return await Promise.race([run.handle.query(statusQuery), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The running iteration child's phase and hold: its status query, else its SeedPhase search attribute. */
+async function childOf(run: RunClient, workflowId: string): Promise<ChildView | undefined> {
+  const child = run.client.workflow.getHandle(workflowId)
+  try {
+    const s = await child.query(iterationStatusQuery)
+    return { phase: s.phase, held: s.held }
+  } catch {
+    const value = (await child.describe().catch(() => undefined))?.searchAttributes.SeedPhase?.[0]
+    return typeof value === 'string' ? { phase: value, held: false } : undefined
+  }
+}
+
+/** What the status shows of the running iteration child. */
+export interface ChildView {
+  phase: string
+  held: boolean
+}
+
+/** The status lines of a run (pure: the status and the iteration child's phase, if any). */
+export function formatStatus(status: RunStatus, workflow: string, child?: ChildView): string[] {
+  const lines: string[] = []
+  const config = status.configSha256 ? `, config ${status.configSha256.slice(0, 12)}` : ''
+  lines.push(`run ${status.runId}: ${status.algorithm ?? '(not planned yet)'}${config} — workflow ${workflow}`)
+  const inIteration = status.phase === 'iteration' && child !== undefined
+  const where = inIteration ? `iteration ${status.iteration}: ${child.phase}` : status.phase
+  const held = status.held || (inIteration && child.held)
+  lines.push(`  phase       ${where}`)
+  lines.push(`  iterations  ${progressBar(status.iteration, status.iterations)}`)
+  if (status.paused)
+    lines.push(
+      `  paused      yes${held ? ', held between phases' : ', the running phase finishes first'} — resume with: seedflow resume ${status.runId}`,
+    )
+  const wait = status.awaitingOperator
+  if (wait) {
+    const at = wait.iteration >= 0 ? `iteration ${wait.iteration}` : 'before Stage 2'
+    lines.push(`  AWAITING AN OPERATOR since ${wait.since}: ${wait.type} in ${wait.phase} (${at})`)
+    for (const line of wait.message.split('\n')) lines.push(`    ${line}`)
+    lines.push(`    then: seedflow retry ${status.runId} [--set stage2.lr=1e-4]   or: seedflow abort ${status.runId}`)
+  }
+  if (status.aborted) lines.push(`  aborted     ${status.aborted}`)
+  if (status.evaluations.length > 0) {
+    lines.push('  evaluations')
+    const width = Math.max(...status.evaluations.map((e) => e.label.length))
+    for (const e of status.evaluations) lines.push(`    ${e.label.padEnd(width)}  ${formatEvaluation(e)}`)
+  }
+  if (status.hyperparameters.length > 0) {
+    lines.push('  hyperparameter changes')
+    for (const c of status.hyperparameters)
+      lines.push(
+        `    #${c.seq} ${c.source} in ${c.phase} of iteration ${c.iteration}: ${JSON.stringify(c.overrides)} → config ${(c.configSha256 ?? '').slice(0, 12)}`,
+      )
+  }
+  return lines
+}
+
+export async function statusCommand(runId: string): Promise<void> {
+  const run = await connectToRun(runId)
+  try {
+    const description = await run.handle.describe()
+    const workflow = description.status.name
+    const status = await queryStatus(run, runId)
+    const child = status.phase === 'iteration' ? await childOf(run, `${runId}/iter-${status.iteration}`) : undefined
+    process.stdout.write(`${formatStatus(status, workflow, child).join('\n')}\n`)
+  } finally {
+    await run.close()
+  }
+}

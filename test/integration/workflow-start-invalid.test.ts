@@ -1,0 +1,125 @@
+// Malformed input, started the two ways a user starts a run: with the Temporal CLI (`temporal workflow start`,
+// the real binary) the seedRun workflow fails at once, every bad field path in its failure, and does not wait for
+// an operator; `seedflow run` rejects the same configuration file before it starts anything.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { promisify } from 'node:util'
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client'
+import { toolPaths } from '../../infra/tools.ts'
+import { TASK_QUEUES } from '../../workers/task-queues.ts'
+import { microConfig } from '../activities/core/micro.ts'
+import { seedflow } from '../cli/seedflow-process.ts'
+import { type PipelineHarness, startPipeline } from './pipeline-harness.ts'
+import { testServers } from './servers.ts'
+
+const run = promisify(execFile)
+
+/** The micro config with four bad fields (one of them missing). */
+function malformedConfig(): Record<string, unknown> {
+  const c = microConfig('seed')
+  const { seed: _missing, ...rest } = c
+  return {
+    ...rest,
+    stage2: { ...c.stage2, groupSize: 0, lr: -1 },
+    evaluation: { ...c.evaluation, tasks: 'many' },
+  }
+}
+const BAD_PATHS = ['stage2.groupSize', 'stage2.lr', 'evaluation.tasks', 'seed']
+
+/** `temporal workflow start` with the real CLI against the test server; resolves once the start was accepted. */
+async function temporalStart(workflowId: string, inputFile: string): Promise<void> {
+  await run(toolPaths().temporal, [
+    'workflow',
+    'start',
+    '--address',
+    testServers().temporalAddress,
+    '--namespace',
+    'default',
+    '--task-queue',
+    TASK_QUEUES.control,
+    '--type',
+    'seedRun',
+    '--workflow-id',
+    workflowId,
+    '--input-file',
+    inputFile,
+  ])
+}
+
+async function failureOf(client: Client, workflowId: string): Promise<{ message: string; type?: string }> {
+  const error = await client.workflow
+    .getHandle(workflowId)
+    .result()
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+  assert.ok(error instanceof WorkflowFailedError, `expected the workflow to fail, got ${String(error)}`)
+  for (let e: unknown = error.cause; e; e = (e as { cause?: unknown }).cause) {
+    const type = (e as { type?: string }).type
+    if (type) return { message: (e as Error).message, type }
+  }
+  return { message: String((error.cause as Error | undefined)?.message) }
+}
+
+describe('malformed run input (real Temporal CLI, real dev server)', () => {
+  let harness: PipelineHarness
+  let dir: string
+
+  before(async () => {
+    harness = await startPipeline(`start-invalid-${process.pid}`)
+    dir = await mkdtemp(join(tmpdir(), 'seedflow-start-invalid-'))
+  })
+
+  after(async () => {
+    await harness?.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('fails a `temporal workflow start` at once with every bad field path, without waiting for an operator', async () => {
+    const workflowId = `start-invalid-${process.pid}`
+    const input = join(dir, 'input.json')
+    await writeFile(input, JSON.stringify({ runId: workflowId, config: malformedConfig() }))
+    const started = Date.now()
+    await temporalStart(workflowId, input)
+    const failure = await failureOf(harness.client, workflowId)
+    const seconds = (Date.now() - started) / 1000
+    assert.equal(failure.type, 'InvalidRunConfig')
+    for (const path of BAD_PATHS) assert.match(failure.message, new RegExp(`^${path.replace('.', '\\.')}: `, 'm'))
+    assert.ok(seconds < 30, `failed after ${seconds} s`)
+    // non-retryable: planRun ran once, and nothing after it
+    const history = await harness.client.workflow.getHandle(workflowId).fetchHistory()
+    const scheduled = (history.events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    )
+    assert.deepEqual(scheduled, ['planRun'])
+  })
+
+  it('fails a start whose input is not { runId, config } at once', async () => {
+    const workflowId = `start-no-run-id-${process.pid}`
+    const input = join(dir, 'no-run-id.json')
+    await writeFile(input, JSON.stringify({ config: microConfig('seed') }))
+    await temporalStart(workflowId, input)
+    const failure = await failureOf(harness.client, workflowId)
+    assert.equal(failure.type, 'InvalidRunConfig')
+    assert.match(failure.message, /^runId: undefined differs from the workflow id/)
+  })
+
+  it('has `seedflow run` reject the same configuration file before starting anything', async () => {
+    const workflowId = `run-invalid-${process.pid}`
+    const file = join(dir, 'config.json')
+    await writeFile(file, JSON.stringify(malformedConfig()))
+    const r = await seedflow(['run', file, '--run-id', workflowId], {
+      TEMPORAL_ADDRESS: testServers().temporalAddress,
+      SEEDFLOW_ARTIFACTS_DIR: join(dir, 'artifacts'),
+      SEEDFLOW_S3_BUCKET: '',
+    })
+    assert.equal(r.code, 1)
+    for (const path of BAD_PATHS) assert.match(r.err, new RegExp(`\\n +${path.replace('.', '\\.')}: `))
+    await assert.rejects(harness.client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError)
+  })
+})

@@ -1,0 +1,94 @@
+// Deterministic: runs in the workflow sandbox. The operator's handles on a run (DESIGN.md section 3): signals
+// `pause`, `resume` and `abort` (no answer: a pause of a paused run does nothing), updates `setHyperparameters`
+// and `retryIteration` (validated before they are accepted, so a bad override is rejected to the caller with
+// every field path and never enters the history), query `status`. The parent forwards pause, resume, abort and
+// accepted changes (`setRun`: the RunRef of the changed configuration) to the running iteration child.
+import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common'
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow'
+import type { HyperparameterChange } from '../activities/hyperparameters.ts'
+import type { RunRef } from '../activities/pipeline-types.ts'
+
+export const pauseSignal = defineSignal('pause')
+export const resumeSignal = defineSignal('resume')
+export const abortSignal = defineSignal<[{ reason?: string }?]>('abort')
+/** Parent → child: the run's configuration changed; the next phases use this RunRef. */
+export const setRunSignal = defineSignal<[RunRef]>('setRun')
+
+/** Hyperparameter overrides, e.g. `{ stage2: { lr: 1e-4 } }` (seed/hyperparameters.ts); answers the change. */
+export const setHyperparametersUpdate = defineUpdate<HyperparameterChange, [unknown]>('setHyperparameters')
+
+export interface RetryRequest {
+  /** Hyperparameter overrides applied before the iteration runs again. */
+  overrides?: unknown
+}
+
+export interface RetryAccepted {
+  iteration: number
+  /** The configuration hash the retried iteration's phases run under. */
+  configSha256: string
+  change: HyperparameterChange | null
+}
+
+/** Runs the failed iteration again (a run awaiting an operator only), optionally with overrides. */
+export const retryIterationUpdate = defineUpdate<RetryAccepted, [RetryRequest]>('retryIteration')
+
+/** Why a run waits for an operator. */
+export interface OperatorWait {
+  /** The failure's type: IntegrityError, NonFiniteLossError, InvalidRunConfig, … */
+  type: string
+  message: string
+  /** The iteration (−1 before Stage 2) and the phase (the failed activity) where it failed. */
+  iteration: number
+  phase: string
+  /** Workflow time it started waiting (ISO 8601). */
+  since: string
+}
+
+/** What the iteration child's `status` query answers. */
+export interface IterationStatus {
+  iteration: number
+  /** The phase running, or the next one while held. */
+  phase: string
+  paused: boolean
+  /** True while the child waits between phases (paused). */
+  held: boolean
+  configSha256: string
+}
+
+export const iterationStatusQuery = defineQuery<IterationStatus>('status')
+
+/** Thrown inside a workflow to end it as aborted (never leaves the workflow). */
+export class RunAborted extends Error {
+  override name = 'RunAborted'
+}
+
+/** The failure type of an iteration the operator aborted (the parent recognizes it and ends cleanly). */
+export const ABORTED_TYPE = 'RunAborted'
+
+/**
+ * What failed, from a child or activity failure: the first application failure's type and message (what the
+ * activity threw; its own causes are details) and the activity (phase) it came from.
+ */
+export function describeFailure(error: unknown, iteration: number, since: string): OperatorWait {
+  let type = error instanceof Error ? error.name : 'Error'
+  let message = error instanceof Error ? error.message : String(error)
+  let phase = 'iteration'
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof ActivityFailure) phase = e.activityType
+    if (e instanceof ApplicationFailure) {
+      type = e.type ?? type
+      message = e.message
+      break
+    }
+    if (!(e instanceof ActivityFailure || e instanceof ChildWorkflowFailure)) {
+      type = e.name
+      message = e.message
+    }
+  }
+  return { type, message, iteration, phase, since }
+}
+
+/** Problems as a rejection the caller reads: one `path: reason` per line. */
+export function rejection(what: string, problems: readonly string[]): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`${what}:\n${problems.join('\n')}`, 'InvalidHyperparameters')
+}

@@ -1,0 +1,226 @@
+// Deterministic: runs in the workflow sandbox. The operator's side of a seedRun: pause and resume between
+// phases, abort, hyperparameter changes, and waiting for an operator after a failed iteration instead of failing
+// the run (DESIGN.md section 3). The handlers of workflows/operator.ts, the run state they change, and the
+// forwarding of pause, resume, abort and changed configurations to the running iteration child.
+import { ActivityFailure, ChildWorkflowFailure } from '@temporalio/common'
+import {
+  ApplicationFailure,
+  type ChildWorkflowHandle,
+  condition,
+  log,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow'
+import type { HyperparameterChange } from '../activities/hyperparameters.ts'
+import type { RunRef } from '../activities/pipeline-types.ts'
+import { checkOverrides, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
+import { control } from './activity-proxies.ts'
+import {
+  ABORTED_TYPE,
+  abortSignal,
+  describeFailure,
+  pauseSignal,
+  type RetryAccepted,
+  RunAborted,
+  rejection,
+  resumeSignal,
+  retryIterationUpdate,
+  setHyperparametersUpdate,
+  setRunSignal,
+} from './operator.ts'
+import { SEED_PHASE } from './search-attributes.ts'
+import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
+import type { RunStatus } from './seed-run.ts'
+
+/** What continueAsNew carries of the operator's state. */
+export interface OperatorCarry {
+  overrides: HyperparameterOverrides
+  hyperparameters: HyperparameterChange[]
+  paused: boolean
+}
+
+type Signal = typeof pauseSignal | typeof resumeSignal | typeof abortSignal
+
+export class RunOperator {
+  /** The RunRef the next phases run under: the planned run, or its changed configuration. */
+  run: RunRef | null
+  overrides: HyperparameterOverrides
+  aborted: { reason: string } | null = null
+  #retry = false
+  #applying = false
+  #child: ChildWorkflowHandle<typeof seedIteration> | null = null
+
+  constructor(
+    /** The run's configuration as given (overrides are checked on top of it). */
+    private readonly config: unknown,
+    private readonly status: RunStatus,
+    run: RunRef | null,
+    carried: OperatorCarry | undefined,
+  ) {
+    this.run = run
+    this.overrides = carried?.overrides ?? {}
+    status.hyperparameters = carried?.hyperparameters ?? []
+    status.paused = carried?.paused ?? false
+    status.configSha256 = run?.configSha256 ?? null
+  }
+
+  carry(): OperatorCarry {
+    return { overrides: this.overrides, hyperparameters: this.status.hyperparameters, paused: this.status.paused }
+  }
+
+  install(): void {
+    const { status } = this
+    setHandler(pauseSignal, async () => {
+      status.paused = true
+      await this.#forward(pauseSignal)
+    })
+    setHandler(resumeSignal, async () => {
+      status.paused = false
+      await this.#forward(resumeSignal)
+    })
+    setHandler(abortSignal, async (request) => {
+      this.aborted ??= { reason: request?.reason ?? 'aborted by the operator' }
+      await this.#forward(abortSignal, { reason: this.aborted.reason })
+    })
+    setHandler(setHyperparametersUpdate, (overrides) => this.#apply(overrides, 'setHyperparameters'), {
+      validator: (overrides) => this.#check(overrides),
+    })
+    setHandler(
+      retryIterationUpdate,
+      async (request): Promise<RetryAccepted> => {
+        const wait = status.awaitingOperator
+        if (!wait) throw ApplicationFailure.nonRetryable(this.#notWaiting(), 'NotAwaitingOperator')
+        const change = request?.overrides === undefined ? null : await this.#apply(request.overrides, 'retryIteration')
+        this.#retry = true
+        return { iteration: wait.iteration, configSha256: this.run?.configSha256 ?? '', change }
+      },
+      {
+        validator: (request) => {
+          if (!status.awaitingOperator) throw new Error(this.#notWaiting())
+          if (request?.overrides !== undefined) this.#check(request.overrides)
+        },
+      },
+    )
+  }
+
+  #notWaiting(): string {
+    return `run ${this.status.runId} is not waiting for an operator (it is in ${this.status.phase}); retry applies to a failed iteration`
+  }
+
+  #check(overrides: unknown): void {
+    const checked = checkOverrides(this.config, this.overrides, overrides)
+    if (!checked.ok) throw rejection('invalid hyperparameters', checked.problems)
+  }
+
+  /** Records a change (one at a time, once the run is planned) and hands the new RunRef to the running child. */
+  async #apply(overrides: unknown, source: HyperparameterChange['source']): Promise<HyperparameterChange> {
+    await condition(() => this.run !== null && !this.#applying)
+    this.#applying = true
+    try {
+      const checked = checkOverrides(this.config, this.overrides, overrides)
+      if (!checked.ok) throw rejection('invalid hyperparameters', checked.problems)
+      const { status } = this
+      const change: HyperparameterChange = {
+        seq: status.hyperparameters.length,
+        source,
+        iteration: status.iteration,
+        phase: status.phase,
+        overrides: checked.overrides,
+        cumulative: checked.cumulative,
+        at: new Date().toISOString(),
+      }
+      let run: RunRef
+      try {
+        run = (await control.recordHyperparameters({ run: this.run as RunRef, change })).run
+      } catch (error) {
+        const failure = describeFailure(error, status.iteration, change.at)
+        throw ApplicationFailure.nonRetryable(`recording the change failed: ${failure.message}`, failure.type)
+      }
+      this.run = run
+      this.overrides = checked.cumulative
+      const recorded = { ...change, configSha256: run.configSha256 }
+      status.hyperparameters.push(recorded)
+      status.configSha256 = run.configSha256
+      log.info(`hyperparameters changed (${source})`, { overrides: checked.overrides, configSha256: run.configSha256 })
+      await this.#forward(setRunSignal, run)
+      return recorded
+    } finally {
+      this.#applying = false
+    }
+  }
+
+  async #forward(signal: Signal | typeof setRunSignal, ...args: unknown[]): Promise<void> {
+    const child = this.#child
+    if (!child) return
+    try {
+      await child.signal(signal as typeof setRunSignal, ...(args as [RunRef]))
+    } catch (error) {
+      log.info(`the iteration child took no ${signal.name} signal (it has ended)`, { error: String(error) })
+    }
+  }
+
+  /** A phase boundary of the parent: waits while paused; ends the run when aborted. */
+  async boundary(): Promise<void> {
+    const { status } = this
+    if (status.paused && !this.aborted) {
+      status.held = true
+      await condition(() => !status.paused || this.aborted !== null)
+      status.held = false
+    }
+    if (this.aborted) throw new RunAborted(this.aborted.reason)
+  }
+
+  /** Runs iteration `input.iteration` as the child `<run>/iter-<k>`, forwarding the operator's signals to it. */
+  async iteration(input: Omit<IterationInput, 'run' | 'paused'>): Promise<IterationResult> {
+    const run = this.run as RunRef
+    const paused = this.status.paused
+    const child = await startChild(seedIteration, {
+      workflowId: `${run.runId}/iter-${input.iteration}`,
+      args: [{ ...input, run, ...(paused ? { paused } : {}) }],
+    })
+    this.#child = child
+    try {
+      // what changed while the child was being started
+      if (this.status.paused !== paused) await this.#forward(this.status.paused ? pauseSignal : resumeSignal)
+      if (this.run && this.run.configSha256 !== run.configSha256) await this.#forward(setRunSignal, this.run)
+      if (this.aborted) await this.#forward(abortSignal, { reason: this.aborted.reason })
+      return await child.result()
+    } finally {
+      this.#child = null
+    }
+  }
+
+  /**
+   * Runs `body`; when it fails (after its activities' retries), the run waits for an operator: status
+   * `awaiting-operator` with the failure, SeedPhase `awaiting-operator`, until `retryIteration` (run `body`
+   * again) or `abort`. An iteration aborted by the operator ends the run.
+   */
+  async orWait<T>(iteration: number, body: () => Promise<T>): Promise<T> {
+    const { status } = this
+    for (;;) {
+      try {
+        return await body()
+      } catch (error) {
+        if (!(error instanceof ChildWorkflowFailure || error instanceof ActivityFailure)) throw error
+        const failure = describeFailure(error, iteration, new Date().toISOString())
+        if (this.aborted || failure.type === ABORTED_TYPE) {
+          this.aborted ??= { reason: failure.message }
+          throw new RunAborted(this.aborted.reason)
+        }
+        const phase = status.phase
+        Object.assign(status, { phase: 'awaiting-operator', awaitingOperator: failure })
+        upsertSearchAttributes([{ key: SEED_PHASE, value: 'awaiting-operator' }])
+        log.warn(`run ${workflowInfo().workflowId} awaits an operator: ${failure.type} in ${failure.phase}`, {
+          ...failure,
+        })
+        this.#retry = false
+        await condition(() => this.#retry || this.aborted !== null)
+        Object.assign(status, { phase, awaitingOperator: null })
+        if (!this.aborted) upsertSearchAttributes([{ key: SEED_PHASE, value: phase }]) // no longer listed as waiting
+        await this.boundary() // an abort while waiting ends the run here; a pause holds the retry
+      }
+    }
+  }
+}

@@ -61,7 +61,11 @@ describe('run config', () => {
       problems({ ...c, prompt: { ...c.prompt, maxPromptTokens: 630 } }).join('\n'),
       /^prompt\.maxPromptTokens: prompt 630 \+ response 24 tokens exceed the model's 640 positions$/,
     )
-    const imported = { ...c, model: { kind: 'imported', folder: '/m', maxPositions: 4096 } }
+    const imported = {
+      ...c,
+      model: { kind: 'imported', folder: '/m', maxPositions: 4096 },
+      stage1: { ...c.stage1, actingData: 'rollouts' },
+    }
     assert.deepEqual(problems(imported), [
       'warmstart: an imported model starts from its own weights: set warmstart to null',
     ])

@@ -105,6 +105,7 @@ export function microImportedConfig(
     ...base,
     model: { kind: 'imported', folder, maxPositions: context },
     warmstart: null,
+    stage1: { ...base.stage1, actingData: 'rollouts' },
     prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 600, maxResponseTokens: 24 },
     stage2: { ...base.stage2, analyzer: { maxPromptTokens: 800, maxAnswerTokens: 12 } },
   })

@@ -2,7 +2,13 @@
 // sent to a running run. retry is an update: a run that is not waiting for an operator, or bad overrides, are
 // rejected with the reason (every bad field path) and change nothing.
 import { WorkflowUpdateFailedError } from '@temporalio/client'
-import { abortSignal, pauseSignal, resumeSignal, retryIterationUpdate } from '../workflows/operator.ts'
+import {
+  abortSignal,
+  pauseSignal,
+  resumeSignal,
+  retryIterationUpdate,
+  setHyperparametersUpdate,
+} from '../workflows/operator.ts'
 import { readOverrides } from './overrides.ts'
 import { CliError, connectToRun, type RunClient, refusal } from './run-client.ts'
 
@@ -35,6 +41,24 @@ export async function retryCommand(runId: string, options: { set?: string[]; ove
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError)
         throw new CliError(`run ${runId} refused the retry: ${refusal(error)}`)
+      throw error
+    }
+  })
+}
+
+export async function setCommand(runId: string, options: { set?: string[]; overrides?: string }): Promise<void> {
+  const overrides = await readOverrides(options)
+  if (overrides === undefined) throw new CliError('nothing to set: give --set <path=value> or --overrides <file>')
+  await withRun(runId, async (run) => {
+    try {
+      const change = await run.handle.executeUpdate(setHyperparametersUpdate, { args: [overrides] })
+      say(
+        `run ${runId}: ${JSON.stringify(change.overrides)} accepted as change ${change.seq}; ` +
+          'the next phase runs with it',
+      )
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError)
+        throw new CliError(`run ${runId} refused the change: ${refusal(error)}`)
       throw error
     }
   })

@@ -1,7 +1,7 @@
 // The operator's commands on a running run, registered on the `seedflow` program: status, retry, pause,
-// resume, abort. Each connects to the run's Temporal server and starts nothing.
+// resume, abort, set. Each connects to the run's Temporal server and starts nothing.
 import type { Command } from 'commander'
-import { abortCommand, pauseCommand, resumeCommand, retryCommand } from './control-commands.ts'
+import { abortCommand, pauseCommand, resumeCommand, retryCommand, setCommand } from './control-commands.ts'
 import { statusCommand } from './status-command.ts'
 
 const RUN = ['<run>', 'run id (= the seedRun workflow id)'] as const
@@ -23,6 +23,13 @@ export function addOperatorCommands(program: Command): void {
     .option('--set <path=value>', 'a hyperparameter override, e.g. stage2.lr=1e-4 (repeatable)', collect)
     .option('--overrides <file>', 'hyperparameter overrides as JSON, e.g. {"stage2": {"lr": 1e-4}} (--set on top)')
     .action(retryCommand)
+  program
+    .command('set')
+    .description('change hyperparameters of a running run (validated; recorded; the next phase runs with them)')
+    .argument(...RUN)
+    .option('--set <path=value>', 'a hyperparameter, e.g. stage2.lr=1e-4 (repeatable)', collect)
+    .option('--overrides <file>', 'hyperparameters as JSON, e.g. {"stage2": {"lr": 1e-4}} (--set on top)')
+    .action(setCommand)
   program
     .command('pause')
     .description('pause a run between phases: the running phase finishes, no new one starts until resume')

@@ -206,6 +206,14 @@ describe('operating a run: awaiting an operator, retry, pause, resume, setHyperp
         return /stage2\.clipLow: /.test(message) && /stage2\.nope: /.test(message)
       },
     )
+    // the same refusal through the CLI: exit 1, every bad field path, nothing changed
+    const refused = await seedflow(['set', runId, '--set', 'stage2.clipLow=2', '--set', 'stage2.nope=1'], env())
+    assert.equal(refused.code, 1, refused.out)
+    assert.match(refused.err, /refused the change: .*stage2\.clipLow: /s)
+    assert.match(refused.err, /stage2\.nope: /)
+    const empty = await seedflow(['set', runId], env())
+    assert.equal(empty.code, 1)
+    assert.match(empty.err, /nothing to set/)
     const resumed = await seedflow(['resume', runId], env())
     assert.equal(resumed.code, 0, resumed.err)
     const result = await handle.result()

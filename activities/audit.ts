@@ -11,7 +11,7 @@ import { canonicalJson } from '../store/json.ts'
 import { assertValidRunId, keys, PHASES } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
 import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
-import { type HyperparameterChange, readHyperparameterChanges } from './hyperparameter-record.ts'
+import { type RecordedHyperparameterChange, readHyperparameterChanges } from './hyperparameters.ts'
 import type { PhaseManifest } from './phase.ts'
 import type { RunRecord } from './record-run.ts'
 
@@ -43,7 +43,7 @@ export interface AuditReport {
   links: number
   /** Recorded artifacts that retention removed on purpose. */
   pruned: PrunedArtifact[]
-  hyperparameterChanges: HyperparameterChange[]
+  hyperparameterChanges: RecordedHyperparameterChange[]
   /** Config hashes in phase manifests that neither run.json nor a hyperparameter change records. */
   unexplainedConfigHashes: string[]
   /** One problem per broken artifact or link, in walk order: the first is the first broken one. */

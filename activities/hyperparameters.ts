@@ -6,11 +6,10 @@
 import { ApplicationFailure } from '@temporalio/common'
 import { parseRunConfig } from '../seed/config.ts'
 import { effectiveConfig, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
-import type { ArtifactStore } from '../store/artifact-store.ts'
+import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { NotFoundError } from '../store/errors.ts'
 import { sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
-import { assertValidKey } from '../store/key-check.ts'
 import { keys } from '../store/keys.ts'
 import type { RunRef } from './pipeline-types.ts'
 import type { ArtifactRef, RunRecord } from './record-run.ts'
@@ -43,18 +42,6 @@ export interface EffectiveConfigRecord {
   config: unknown
 }
 
-const pad4 = (n: number) => String(n).padStart(4, '0')
-
-export const hyperparameterKeys = {
-  effectiveConfig: (runId: string, sha256: string) => checked(`${keys.runPrefix(runId)}configs/${sha256}.json`),
-  change: (runId: string, seq: number) => checked(`${keys.runPrefix(runId)}hyperparameters/${pad4(seq)}.json`),
-}
-
-function checked(key: string): string {
-  assertValidKey(key)
-  return key
-}
-
 function fatal(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type)
 }
@@ -69,7 +56,7 @@ export async function runConfigOf(
 ): Promise<{ config: unknown; overrides: HyperparameterOverrides | null }> {
   const record = (await getJson(store, keys.runRecord(run.runId))) as RunRecord
   if (record.configSha256 === run.configSha256) return { config: record.config, overrides: null }
-  const key = hyperparameterKeys.effectiveConfig(run.runId, run.configSha256)
+  const key = keys.effectiveConfig(run.runId, run.configSha256)
   let effective: EffectiveConfigRecord
   try {
     effective = (await getJson(store, key)) as EffectiveConfigRecord
@@ -113,8 +100,8 @@ export async function recordHyperparameters(
     config,
   }
   if (configSha256 !== record.configSha256)
-    await putJsonIfAbsent(store, hyperparameterKeys.effectiveConfig(run.runId, configSha256), effective)
-  const written = await putJsonIfAbsent(store, hyperparameterKeys.change(run.runId, change.seq), {
+    await putJsonIfAbsent(store, keys.effectiveConfig(run.runId, configSha256), effective)
+  const written = await putJsonIfAbsent(store, keys.hyperparameterChange(run.runId, change.seq), {
     runId: run.runId,
     ...change,
     previousConfigSha256: run.configSha256,
@@ -122,4 +109,23 @@ export async function recordHyperparameters(
   })
   const info = written.info
   return { run: { runId: run.runId, configSha256 }, record: { key: info.key, sha256: info.sha256, bytes: info.bytes } }
+}
+
+/** A change as the store holds it: the workflow's record with the configuration hashes before and after. */
+export interface RecordedHyperparameterChange extends HyperparameterChange {
+  runId: string
+  previousConfigSha256: string
+  configSha256: string
+}
+
+/** Every recorded change of a run, in the order accepted (what `seedflow audit` lists). */
+export async function readHyperparameterChanges(
+  store: ArtifactStore,
+  runId: string,
+): Promise<RecordedHyperparameterChange[]> {
+  const out: RecordedHyperparameterChange[] = []
+  for await (const { key } of listAll(store, keys.hyperparametersPrefix(runId))) {
+    out.push((await getJson(store, key)) as RecordedHyperparameterChange)
+  }
+  return out.sort((a, b) => a.seq - b.seq)
 }

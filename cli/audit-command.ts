@@ -41,7 +41,8 @@ export function formatAudit(r: AuditReport): string {
     `  manifests: ${r.manifests.phase} phase, ${r.manifests.iteration} iteration, ${r.manifests.retention} retention`,
     `  hyperparameter changes: ${r.hyperparameterChanges.length}`,
     ...r.hyperparameterChanges.map(
-      (c) => `    #${c.seq} from iteration ${c.fromIteration}: ${JSON.stringify(c.changes)} → config ${c.configSha256}`,
+      (c) =>
+        `    #${c.seq} ${c.source} at iteration ${c.iteration} (${c.phase}): ${JSON.stringify(c.overrides)} → config ${c.configSha256}`,
     ),
     `  artifacts checked: ${r.artifacts} (${formatBytes(r.bytes)} re-hashed), lineage links: ${r.links}`,
     `  pruned: ${r.pruned.length} (${formatBytes(r.pruned.reduce((n, p) => n + p.bytes, 0))}) by retention`,

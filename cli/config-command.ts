@@ -1,10 +1,17 @@
 // `seedflow config`: a preset's full run configuration as JSON, to edit and pass to `seedflow run <file>` or, as
 // the workflow input `{ runId, config }`, to `temporal workflow start --type seedRun --input-file`.
 import { ALGORITHM_NAMES, type AlgorithmName } from '../seed/algorithms.ts'
-import { cpuSokobanPreset, paperPreset, RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import {
+  cpuSokobanPreset,
+  paperPreset,
+  RUN_ENV_NAMES,
+  type RunConfig,
+  type RunEnvName,
+  smokeSokobanPreset,
+} from '../seed/config.ts'
 import { assertValidRunId } from '../store/keys.ts'
 
-export const PRESET_NAMES = ['cpu-sokoban', ...RUN_ENV_NAMES.map((env) => `paper-${env}`)] as const
+export const PRESET_NAMES = ['cpu-sokoban', 'smoke-sokoban', ...RUN_ENV_NAMES.map((env) => `paper-${env}`)] as const
 
 export interface ConfigOptions {
   algorithm: string
@@ -14,6 +21,7 @@ export interface ConfigOptions {
 
 function preset(name: string, algorithm: AlgorithmName, folder: string | undefined): RunConfig {
   if (name === 'cpu-sokoban') return cpuSokobanPreset(algorithm)
+  if (name === 'smoke-sokoban') return smokeSokobanPreset(algorithm)
   const env = name.replace(/^paper-/, '') as RunEnvName
   if (!name.startsWith('paper-') || !RUN_ENV_NAMES.includes(env))
     throw new Error(`unknown preset ${JSON.stringify(name)}; one of ${PRESET_NAMES.join(', ')}`)

@@ -84,7 +84,7 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
     lines.push('  hyperparameter changes')
     for (const c of status.hyperparameters)
       lines.push(
-        `    #${c.seq} ${c.source} in ${c.phase} of iteration ${c.iteration}: ${JSON.stringify(c.overrides)} → config ${(c.configSha256 ?? '').slice(0, 12)}`,
+        `    #${c.seq} ${c.source} ${c.phase === 'iteration' ? 'during' : `in ${c.phase} of`} iteration ${c.iteration}: ${JSON.stringify(c.overrides)} → config ${(c.configSha256 ?? '').slice(0, 12)}`,
       )
   }
   return lines

@@ -518,6 +518,42 @@ export function cpuSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
   })
 }
 
+/**
+ * A smoke run on Sokoban: a one-layer model warm-started for a few steps, every phase of every stage on tiny
+ * sizes, three iterations: a run finishes in about a minute and learns nothing. For trying out the operations
+ * (workers, pause, retry, audit) and for tests.
+ */
+export function smokeSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
+  const base = cpuSokobanPreset(algorithm)
+  return runConfig({
+    ...base,
+    model: {
+      kind: 'builtin',
+      hiddenSize: 32,
+      intermediateSize: 64,
+      numLayers: 1,
+      numHeads: 2,
+      numKvHeads: 1,
+      headDim: 16,
+      maxPositions: 640,
+      vocabSize: 600,
+    },
+    warmstart: { ...base.warmstart, demoTasks: 12, steps: 3, batchSize: 8, evalEvery: 0, framePolishSteps: 2 },
+    stage1: { ...base.stage1, tasks: 2, samplesPerTask: 2, maxEnvSteps: 3, steps: 2, batchSize: 4 },
+    stage2: {
+      ...base.stage2,
+      iterations: 3,
+      tasksPerStep: 2,
+      groupSize: 2,
+      maxEnvSteps: 3,
+      miniBatchSize: 4,
+      analyzer: { maxPromptTokens: 400, maxAnswerTokens: 12 },
+    },
+    evaluation: { ...base.evaluation, tasks: 16, maxEnvSteps: 3 },
+    threads: 1,
+  })
+}
+
 /** The CPU preset of `env` for the built-in tiny model; only environments with a tuned one. */
 export const CPU_PRESETS: Partial<Record<RunEnvName, (algorithm: AlgorithmName) => RunConfig>> = {
   sokoban: cpuSokobanPreset,

@@ -137,4 +137,6 @@ export const keys = {
   /** One accepted hyperparameter change (the `setHyperparameters` update), numbered from 0 in the order accepted. */
   hyperparameterChange: (runId: string, seq: number) => key(run(runId), 'hyperparameters', `${pad4(seq)}.json`),
   hyperparametersPrefix: (runId: string) => `${run(runId)}/hyperparameters/`,
+  /** The effective configuration after hyperparameter changes, under its sha256. */
+  effectiveConfig: (runId: string, sha256: string) => key(run(runId), 'configs', `${sha256}.json`),
 } as const

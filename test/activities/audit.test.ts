@@ -9,12 +9,13 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ApplicationFailure } from '@temporalio/common'
 import { auditRun } from '../../activities/audit.ts'
-import { recordHyperparameterChange } from '../../activities/hyperparameter-record.ts'
+import { recordHyperparameters } from '../../activities/hyperparameters.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import type { PipelineActivities } from '../../activities/pipeline-types.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
-import { getJson, putJson } from '../../store/json.ts'
+import { sha256Hex } from '../../store/hash.ts'
+import { canonicalJson, getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { Manifest } from '../../store/manifest.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
@@ -190,33 +191,43 @@ describe('audit of a micro run (folder store, real pipeline activities)', () => 
 
   it('warns of a config hash that nothing explains, until a hyperparameter change records it', async () => {
     const key = keys.stagePhaseManifest(RUN, 'evaluate', 0)
-    const other = 'd'.repeat(64)
-    const withChange = async (record: boolean) =>
+    const change = {
+      seq: 0,
+      source: 'setHyperparameters' as const,
+      iteration: 2,
+      phase: 'iteration',
+      overrides: { stage2: { lr: 1e-4 } },
+      cumulative: { stage2: { lr: 1e-4 } },
+      at: new Date(0).toISOString(),
+    }
+    const withHash = async (configSha256: string, record: boolean) =>
       auditDamaged(async () => {
         const original = await store.get(key)
-        await putJson(store, key, { ...JSON.parse(original.toString('utf8')), configSha256: other })
-        const change = record
-          ? await recordHyperparameterChange(store, {
-              runId: RUN,
-              acceptedAt: new Date(0).toISOString(),
-              fromIteration: 2,
-              changes: { 'stage2.lr': 1e-4 },
-              configSha256: other,
-            })
-          : undefined
+        await putJson(store, key, { ...JSON.parse(original.toString('utf8')), configSha256 })
+        // the writer the workflow's setHyperparameters uses: the effective config and the change record
+        const recorded = record ? await recordHyperparameters(store, { run: micro.run, change }) : undefined
         return async () => {
           await store.put(key, original)
-          if (change) await store.delete(change.key)
+          if (recorded) {
+            await store.delete(recorded.record.key)
+            await store.delete(keys.effectiveConfig(RUN, recorded.run.configSha256))
+          }
         }
       })
-    const unexplained = await withChange(false)
-    assert.deepEqual(unexplained.unexplainedConfigHashes, [other])
+    const unexplained = await withHash('d'.repeat(64), false)
+    assert.deepEqual(unexplained.unexplainedConfigHashes, ['d'.repeat(64)])
     assert.deepEqual(unexplained.broken, [], 'a warning, not a broken artifact')
-    const explained = await withChange(true)
+    // the hash the change makes: the run's config with stage2.lr = 1e-4
+    const config = structuredClone(
+      (await getJson(store, keys.runRecord(RUN))) as { config: { stage2: { lr: number } } },
+    ).config
+    config.stage2.lr = 1e-4
+    const changed = sha256Hex(Buffer.from(canonicalJson(config)))
+    const explained = await withHash(changed, true)
     assert.deepEqual(explained.unexplainedConfigHashes, [])
     assert.deepEqual(
-      explained.hyperparameterChanges.map((c) => [c.seq, c.fromIteration, c.changes]),
-      [[0, 2, { 'stage2.lr': 1e-4 }]],
+      explained.hyperparameterChanges.map((c) => [c.seq, c.iteration, c.overrides, c.configSha256]),
+      [[0, 2, { stage2: { lr: 1e-4 } }, changed]],
     )
   })
 

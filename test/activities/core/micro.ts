@@ -7,36 +7,14 @@ import { fileURLToPath } from 'node:url'
 import { loadPolicy, type Policy, type WarmstartResult, warmstart } from '../../../activities/core/index.ts'
 import type { Engine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
-import { cpuSokobanPreset, type RunConfig, runConfig } from '../../../seed/config.ts'
+import { type RunConfig, runConfig, smokeSokobanPreset } from '../../../seed/config.ts'
 
 export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConfig {
-  const base = cpuSokobanPreset(algorithm)
+  const smoke = smokeSokobanPreset(algorithm)
   return runConfig({
-    ...base,
-    model: {
-      kind: 'builtin',
-      hiddenSize: 32,
-      intermediateSize: 64,
-      numLayers: 1,
-      numHeads: 2,
-      numKvHeads: 1,
-      headDim: 16,
-      maxPositions: 640,
-      vocabSize: 600,
-    },
-    warmstart: { ...base.warmstart, demoTasks: 12, steps: 3, batchSize: 8, evalEvery: 0, framePolishSteps: 2 },
-    stage1: { ...base.stage1, tasks: 2, samplesPerTask: 2, maxEnvSteps: 3, steps: 2, batchSize: 4 },
-    stage2: {
-      ...base.stage2,
-      iterations: 1,
-      tasksPerStep: 2,
-      groupSize: 2,
-      maxEnvSteps: 3,
-      miniBatchSize: 4,
-      analyzer: { maxPromptTokens: 400, maxAnswerTokens: 12 },
-    },
-    evaluation: { ...base.evaluation, tasks: 4, maxEnvSteps: 3 },
-    threads: 1,
+    ...smoke,
+    stage2: { ...smoke.stage2, iterations: 1 },
+    evaluation: { ...smoke.evaluation, tasks: 4 },
   })
 }
 

@@ -87,7 +87,7 @@ describe('seedflow status', () => {
     assert.match(text, /the pg loss term is NaN in mini-batch 2 of 3/)
     assert.match(text, /seedflow retry r1/)
     assert.match(text, /base +25\.0% ± 10\.0% \(8 tasks\)/)
-    assert.match(text, /#0 setHyperparameters in iteration of iteration 1: \{"stage2":\{"lr":1000000000000\}\}/)
+    assert.match(text, /#0 setHyperparameters during iteration 1: \{"stage2":\{"lr":1000000000000\}\}/)
     const running = formatStatus({ ...status, phase: 'iteration', awaitingOperator: null, paused: false }, 'RUNNING', {
       phase: 'rollout',
       held: false,

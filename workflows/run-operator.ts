@@ -30,7 +30,7 @@ import {
   setHyperparametersUpdate,
   setRunSignal,
 } from './operator.ts'
-import { SEED_PHASE } from './search-attributes.ts'
+import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
 import type { RunStatus } from './seed-run.ts'
 
@@ -179,6 +179,12 @@ export class RunOperator {
     const child = await startChild(seedIteration, {
       workflowId: `${run.runId}/iter-${input.iteration}`,
       args: [{ ...input, run, ...(paused ? { paused } : {}) }],
+      // the child is filtered like its run in the Web UI (SeedEnv, SeedAlgorithm); it sets its phase itself
+      typedSearchAttributes: [
+        { key: SEED_ENV, value: input.plan.env },
+        { key: SEED_ALGORITHM, value: input.plan.algorithm },
+        { key: SEED_ITERATION, value: input.iteration },
+      ],
     })
     this.#child = child
     try {

@@ -152,7 +152,7 @@ export function curvePoints(results: LearningResults) {
 
 export async function learningPlot(results: LearningResults): Promise<string> {
   const values = curvePoints(results)
-  const color = { field: 'row', type: 'nominal', title: 'row' }
+  const color = { field: 'row', type: 'nominal', title: 'row', legend: { labelLimit: 400 } }
   const x = { field: 'iteration', type: 'quantitative', title: 'RL iterations (updates)' }
   const spec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',

@@ -141,8 +141,9 @@ export function curvePoints(results: LearningResults) {
           row,
           iteration,
           mean: 100 * m.mean,
-          low: 100 * (m.mean - half),
-          high: 100 * (m.mean + half),
+          // a success rate stays in [0, 100]: the t-band of two or three seeds can reach past both ends
+          low: Math.max(0, 100 * (m.mean - half)),
+          high: Math.min(100, 100 * (m.mean + half)),
         })
       }
     }
@@ -168,7 +169,11 @@ export async function learningPlot(results: LearningResults): Promise<string> {
         },
         {
           mark: { type: 'line', point: true },
-          encoding: { x, y: { field: 'mean', type: 'quantitative', title: 'held-out success (%)' }, color },
+          encoding: {
+            x,
+            y: { field: 'mean', type: 'quantitative', title: 'held-out success (%)', scale: { domain: [0, 100] } },
+            color,
+          },
         },
       ],
     },

@@ -33,7 +33,8 @@ export interface MeanInterval {
   n: number
 }
 
-export function meanInterval(xs: readonly number[]): MeanInterval {
+/** Mean over training seeds with Student's t interval (few seeds: not the normal interval of evaluation-stats). */
+export function seedInterval(xs: readonly number[]): MeanInterval {
   const n = xs.length
   const mean = xs.reduce((a, b) => a + b, 0) / n
   if (n < 2) return { mean, half: null, n }
@@ -56,7 +57,7 @@ function over(seeds: Record<string, LearningEntry[]>, split: string, which: 'war
   const xs = Object.values(seeds)
     .map((e) => pick(e, split, which))
     .filter((x): x is number => x !== null)
-  return xs.length > 0 ? meanInterval(xs) : null
+  return xs.length > 0 ? seedInterval(xs) : null
 }
 
 function testSplits(rows: Record<string, Record<string, LearningEntry[]>>): string[] {
@@ -85,7 +86,7 @@ export function learningTable(results: LearningResults): string {
         lines.push(
           `| ${env} | ${row} | ${Object.keys(seeds).join(', ')} | ${split} | ${show(over(seeds, split, 'warm-start'))} | ` +
             `${show(over(seeds, split, 'stage1'))} | ${show(over(seeds, split, 'final'))} | ` +
-            `${show(gains.length > 0 ? meanInterval(gains) : null)} |`,
+            `${show(gains.length > 0 ? seedInterval(gains) : null)} |`,
         )
       }
       const grpo = rows.grpo
@@ -101,7 +102,7 @@ export function learningTable(results: LearningResults): string {
           .filter((x): x is number => x !== null)
         if (diffs.length > 0)
           paired.push(
-            `- ${env}, ${split}: ${row} − grpo = ${show(meanInterval(diffs))} points (seeds ${common.join(', ')})`,
+            `- ${env}, ${split}: ${row} − grpo = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
           )
       }
     }
@@ -134,7 +135,7 @@ export function curvePoints(results: LearningResults) {
           if (e) byIteration.set(e.iteration, [...(byIteration.get(e.iteration) ?? []), e.success])
       }
       for (const [iteration, xs] of [...byIteration].sort((a, b) => a[0] - b[0])) {
-        const m = meanInterval(xs)
+        const m = seedInterval(xs)
         const half = m.half ?? 0
         points.push({
           env,

@@ -21,7 +21,7 @@ import {
   trainStage1,
   warmstart,
 } from '../activities/core/index.ts'
-import { createLocalEngine, type Engine } from '../engine/index.ts'
+import { createLocalEngine } from '../engine/index.ts'
 import type { Split } from '../envs/types.ts'
 import { type Checkpoint, decodeCheckpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
 import { ALGORITHMS, type AlgorithmName, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
@@ -228,7 +228,6 @@ async function stage1(env: RunEnvName, seed: number, dir: string, start: Checkpo
 
 /** One row's Stage 2 from its start checkpoint; evaluations along the way and at the end. */
 async function stage2(
-  engine: Engine,
   c: RunConfig,
   start: Checkpoint,
   pi0: Checkpoint | null,
@@ -292,7 +291,6 @@ for (const env of envs) {
         `${env} seed ${seed}: ${row}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
       )
       const run = await stage2(
-        engine,
         c,
         fromStage1 ? pi0.checkpoint : warm.checkpoint,
         pi0?.checkpoint ?? null,

@@ -32,14 +32,22 @@ export function skillPairs(policy: Policy, skills: readonly SkillRecord[]): Supe
     .map((s) => ({ context: policy.codec.promptIds(s.prompt), response: policy.codec.responseIds(s.raw) }))
 }
 
+/**
+ * The trajectories' well-formed steps as acting pairs: malformed responses are not acting (training on them
+ * would teach the policy to write them).
+ */
+function ownSteps(trajectories: readonly RolloutTrajectory[]): SupervisedExample[] {
+  return trajectories.flatMap((t) =>
+    t.steps.filter((s) => s.valid).map((s) => ({ context: s.promptIds, response: s.responseIds })),
+  )
+}
+
 /** Trains `policy` in place into π_0. */
 export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
   const skill = skillPairs(policy, input.skills)
-  // malformed responses are not acting: training on them would teach the policy to write them
-  const acting: SupervisedExample[] = input.trajectories.flatMap((t) =>
-    t.steps.filter((s) => s.valid).map((s) => ({ context: s.promptIds, response: s.responseIds })),
-  )
-  const actingPools = input.replay ?? [{ name: 'acting', examples: acting, share: input.settings.actingMix }]
+  const actingPools = input.replay ?? [
+    { name: 'acting', examples: ownSteps(input.trajectories), share: input.settings.actingMix },
+  ]
   const {
     losses: _losses,
     optimizerState: _state,

@@ -77,7 +77,12 @@ function replayPools(policy: Policy, config: RunConfig) {
     )
   }
   const demos = demonstrations(config.env, ws, config.prompt, config.seed)
-  return actingPools(policy, demos, config.env, config.prompt, ws.formatTokenWeight, config.stage1.actingMix).pools(
-    'weighted',
-  )
+  return actingPools(
+    policy,
+    demos,
+    config.env,
+    config.prompt,
+    ws.formatTokenWeight,
+    config.stage1.actingMix,
+  )('weighted')
 }

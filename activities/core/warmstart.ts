@@ -189,7 +189,7 @@ export function actingPools(
   prompt: PromptSettings,
   formatTokenWeight: number,
   share: number,
-): { pools: (frame: 'weighted' | 'full') => ExamplePool[] } {
+): (frame: 'weighted' | 'full') => ExamplePool[] {
   const env = getEnv(envName)
   const budget = {
     maxPromptTokens: prompt.maxPromptTokens,
@@ -207,16 +207,14 @@ export function actingPools(
   const plain = demos.plain.map(toExample)
   const skill = demos.skilled.map(toExample)
   const total = Math.max(1, plain.length + skill.length)
-  return {
-    pools: (frame) =>
-      [
-        { name: 'plain', examples: plain, share: (share * plain.length) / total },
-        { name: 'skill', examples: skill, share: (share * skill.length) / total },
-      ].map((p) => ({
-        ...p,
-        examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
-      })),
-  }
+  return (frame) =>
+    [
+      { name: 'plain', examples: plain, share: (share * plain.length) / total },
+      { name: 'skill', examples: skill, share: (share * skill.length) / total },
+    ].map((p) => ({
+      ...p,
+      examples: frame === 'full' ? p.examples.map(({ weights: _w, ...e }) => e) : p.examples,
+    }))
 }
 
 /** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
@@ -268,7 +266,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     share: ws.analyzerShare,
     batchSize: ws.analyzerBatchSize,
   }
-  const pools = (frame: 'weighted' | 'full') => [...acting.pools(frame), analyzerPool]
+  const pools = (frame: 'weighted' | 'full') => [...acting(frame), analyzerPool]
   const checks: Array<{ step: number; successRate: number }> = []
   const result = await supervisedTrain(policy, pools('weighted'), {
     steps: ws.steps,

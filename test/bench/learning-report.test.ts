@@ -5,7 +5,7 @@ import {
   type LearningEntry,
   type LearningResults,
   learningTable,
-  meanInterval,
+  seedInterval,
 } from '../../bench/learning-report.ts'
 
 const at = (checkpoint: LearningEntry['checkpoint'], iteration: number, split: string, success: number) => ({
@@ -20,10 +20,10 @@ const at = (checkpoint: LearningEntry['checkpoint'], iteration: number, split: s
 describe('learning report', () => {
   it('gives the 95% t-interval over seeds (hand-computed), none for one seed', () => {
     // mean 0.4, sample sd 0.1, n = 3: 4.303 · 0.1 / √3 = 0.24844
-    const m = meanInterval([0.3, 0.4, 0.5])
+    const m = seedInterval([0.3, 0.4, 0.5])
     assert.ok(Math.abs(m.mean - 0.4) < 1e-12)
     assert.ok(Math.abs((m.half ?? 0) - 0.248434) < 1e-5, String(m.half))
-    assert.deepEqual(meanInterval([0.25]), { mean: 0.25, half: null, n: 1 })
+    assert.deepEqual(seedInterval([0.25]), { mean: 0.25, half: null, n: 1 })
   })
 
   it('tables start and final success per row and the paired SEED − GRPO difference', () => {

@@ -38,6 +38,12 @@ const SPLITS: Partial<Record<RunEnvName, Split[]>> = {
   household: ['validation', 'test-seen', 'test-unseen'],
   ezpoints: ['validation', 'test-seen'],
 }
+/** Tasks per split of the final evaluations, and of the learning curve's points (the issue's minimums). */
+const EVAL_TASKS: Partial<Record<RunEnvName, { final: number; curve: number }>> = {
+  sokoban: { final: 1000, curve: 500 },
+  household: { final: 300, curve: 100 },
+  ezpoints: { final: 1000, curve: 500 },
+}
 /** The split of the intermediate points of the learning curve. */
 const CURVE_SPLIT: Partial<Record<RunEnvName, Split>> = { household: 'test-unseen' }
 
@@ -46,9 +52,10 @@ const args = parseArgs({
     envs: { type: 'string', default: 'sokoban' },
     rows: { type: 'string', default: 'seed,grpo' },
     seeds: { type: 'string', default: '1,2,3' },
-    'eval-tasks': { type: 'string', default: '1000' },
+    /** Default per environment (EVAL_TASKS). */
+    'eval-tasks': { type: 'string' },
     'curve-every': { type: 'string', default: '4' },
-    'curve-tasks': { type: 'string', default: '500' },
+    'curve-tasks': { type: 'string' },
     iterations: { type: 'string' },
     out: { type: 'string', default: 'bench/results/learning.json' },
     cache: { type: 'string', default: '.seedflow/bench/learning' },
@@ -66,9 +73,9 @@ const list = (s: string) =>
 const envs = list(args.envs) as RunEnvName[]
 const rows = list(args.rows) as AlgorithmName[]
 const seeds = list(args.seeds).map(Number)
-const evalTasks = Number(args['eval-tasks'])
+const evalTasks = (env: RunEnvName) => Number(args['eval-tasks'] ?? EVAL_TASKS[env]?.final)
 const curveEvery = Number(args['curve-every'])
-const curveTasks = Number(args['curve-tasks'])
+const curveTasks = (env: RunEnvName) => Number(args['curve-tasks'] ?? EVAL_TASKS[env]?.curve)
 for (const row of rows) {
   if (!(BENCH_ROWS as readonly string[]).includes(row)) throw new Error(`--rows: ${row} is not one of ${BENCH_ROWS}`)
 }
@@ -159,7 +166,7 @@ async function evaluateAll(
 ): Promise<LearningEntry[]> {
   const out: LearningEntry[] = []
   for (const split of SPLITS[c.env] ?? []) {
-    const r = await heldOut(policy, c, split, evalTasks)
+    const r = await heldOut(policy, c, split, evalTasks(c.env))
     log(`  ${checkpoint} ${iteration} on ${split}: ${pct(r.successRate)} ± ${pct(r.standardError)} (${r.tasks} tasks)`)
     out.push(entry(r, iteration, split, checkpoint))
   }
@@ -263,7 +270,7 @@ async function stage2(
     iterations.push({ iteration: k, rollout: it.rollout, analyze: it.analyze, rescore: it.rescore, update: it.update })
     const done = k + 1
     if (done < K && curveEvery > 0 && done % curveEvery === 0) {
-      const r = await heldOut(policy, c, curveSplit, curveTasks)
+      const r = await heldOut(policy, c, curveSplit, curveTasks(c.env))
       log(`  ${c.algorithm} after ${done} iterations on ${curveSplit}: ${pct(r.successRate)} (${r.tasks} tasks)`)
       entries.push(entry(r, done, curveSplit, 'iteration'))
     }

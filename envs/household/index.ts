@@ -254,9 +254,12 @@ export function householdPlan(d: HouseholdData, s: HouseState, mode: 'search' | 
     if (!accessible(d, s, r)) return `open ${idOf(r)}`
     return then
   }
-  // The next place to look: the first candidate after the current receptacle in the room's order, wrapping.
-  const search = (candidates: number[]): string =>
-    goTo(candidates.find((r) => r > s.at) ?? (candidates.find((r) => r !== s.at) as number))
+  // The next place to look: the first candidate after the current receptacle in the room's order, wrapping
+  // (after random actions moved the object off its places, the searcher may stand at its only candidate).
+  const search = (candidates: number[]): string => {
+    const next = candidates.find((r) => r > s.at) ?? candidates.find((r) => r !== s.at)
+    return next === undefined ? 'look' : goTo(next)
+  }
   const inView = (type: string) =>
     s.at >= 0 && accessible(d, s, s.at) ? objects.findIndex((o, i) => o.type === type && s.loc[i] === s.at) : -1
   const held = s.holding >= 0 ? (objects[s.holding] as (typeof objects)[number]) : null

@@ -10,6 +10,7 @@ import {
   seeList,
 } from '../../envs/household/index.ts'
 import { generateHousehold, layoutSignature, unseenCombo } from '../../envs/household/world.ts'
+import { mulberry32 } from '../../envs/rng.ts'
 import { SPLITS, type Split } from '../../envs/types.ts'
 
 const say = (a: string) => household.formatResponse(a, '')
@@ -157,5 +158,18 @@ describe('household', () => {
     }
     // prompts do repeat (same room and task, objects elsewhere), so the check is not vacuous
     assert.ok(chosen.size < steps, `${chosen.size} distinct prompts of ${steps}`)
+  })
+  it('gives the expert an answer in every state reached with random actions among its own', () => {
+    // train seed 589 with 60% random actions leaves the object off its places while the searcher stands at its
+    // only candidate (it used to throw there)
+    for (const seed of [589, ...Array(300).keys()]) {
+      const ep = household.reset(household.task('train', seed))
+      const rng = mulberry32(seed)
+      while (!ep.done) {
+        const action = ep.expertAction()
+        assert.equal(typeof action, 'string')
+        ep.step(say(rng.next() < 0.6 ? ep.randomAction(rng) : action))
+      }
+    }
   })
 })

@@ -89,21 +89,25 @@ export function learningTable(results: LearningResults): string {
             `${show(gains.length > 0 ? seedInterval(gains) : null)} |`,
         )
       }
-      const grpo = rows.grpo
+      // each row against GRPO, and each ablation `row[overrides]` against its own row (same start checkpoint)
       for (const [row, seeds] of Object.entries(rows)) {
-        if (row === 'grpo' || !grpo) continue
-        const common = Object.keys(seeds).filter((s) => grpo[s])
-        const diffs = common
-          .map((s) => {
-            const a = pick(seeds[s] ?? [], split, 'final')
-            const b = pick(grpo[s] ?? [], split, 'final')
-            return a === null || b === null ? null : a - b
-          })
-          .filter((x): x is number => x !== null)
-        if (diffs.length > 0)
-          paired.push(
-            `- ${env}, ${split}: ${row} − grpo = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
-          )
+        const base = /^([^[]+)\[/.exec(row)?.[1]
+        for (const other of ['grpo', ...(base ? [base] : [])]) {
+          const against = rows[other]
+          if (row === other || !against) continue
+          const common = Object.keys(seeds).filter((s) => against[s])
+          const diffs = common
+            .map((s) => {
+              const a = pick(seeds[s] ?? [], split, 'final')
+              const b = pick(against[s] ?? [], split, 'final')
+              return a === null || b === null ? null : a - b
+            })
+            .filter((x): x is number => x !== null)
+          if (diffs.length > 0)
+            paired.push(
+              `- ${env}, ${split}: ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
+            )
+        }
       }
     }
   }
@@ -112,7 +116,7 @@ export function learningTable(results: LearningResults): string {
     '',
     ...lines,
     '',
-    'Final success of each row minus final GRPO, paired by training seed (same warm-start):',
+    'Final success of each row minus final GRPO, and of each ablation minus its row, paired by training seed (same warm-start):',
     '',
     ...(paired.length > 0 ? paired : ['- (no seed with both rows yet)']),
     '',

@@ -49,6 +49,10 @@ describe('learning report', () => {
             at('iteration', 12, 'test-seen', 0.36),
           ],
         },
+        'seed[stage2.opdCoef=0]': {
+          '1': [at('iteration', 12, 'test-seen', 0.54)],
+          '2': [at('iteration', 12, 'test-seen', 0.38)],
+        },
       },
     }
     const table = learningTable(results)
@@ -63,6 +67,9 @@ describe('learning report', () => {
     )
     // paired differences 0.1 and 0.06: mean 0.08, sd 0.02828, half 12.706 · 0.02 = 0.2541
     assert.match(table, /seed − grpo = 8\.0 ± 25\.4 points \(seeds 1, 2\)/)
+    // the ablation against GRPO (0.14, 0.08: mean 0.11, sd 0.04243, half 0.3812) and against its row (0.04, 0.02)
+    assert.match(table, /seed\[stage2\.opdCoef=0\] − grpo = 11\.0 ± 38\.1 points \(seeds 1, 2\)/)
+    assert.match(table, /seed\[stage2\.opdCoef=0\] − seed = 3\.0 ± 12\.7 points \(seeds 1, 2\)/)
     const points = curvePoints(results)
     // seed's curve starts at Stage 1; grpo's at the warm-start, with its one-seed point at 4 iterations
     assert.deepEqual(

@@ -90,6 +90,12 @@ const Warmstart = z.object({
    * action: Adam gives the frame's consistent gradient full steps while the noisy action signal averages out.
    */
   formatTokenWeight: probability().default(1),
+  /**
+   * Balances the kinds of action (first word) in behaviour cloning: an example weighs its kind's frequency to
+   * the power −actionBalance (mean 1). 0: off. For household, where most labels are `go to` and the rare
+   * decisions (`take`, `heat`) decide the episode.
+   */
+  actionBalance: z.number().min(0).max(1).default(0),
   /** Steps at full frame weight (and 0.3 × lr) after behaviour cloning, so the frame holds at temperature 1. */
   framePolishSteps: int(0).default(0),
   /**

@@ -77,12 +77,5 @@ function replayPools(policy: Policy, config: RunConfig) {
     )
   }
   const demos = demonstrations(config.env, ws, config.prompt, config.seed)
-  return actingPools(
-    policy,
-    demos,
-    config.env,
-    config.prompt,
-    ws.formatTokenWeight,
-    config.stage1.actingMix,
-  )('weighted')
+  return actingPools(policy, demos, config.env, config.prompt, ws, config.stage1.actingMix)('weighted')
 }

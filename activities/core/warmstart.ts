@@ -179,15 +179,30 @@ export function demonstrations(
 }
 
 /**
+ * Per-action weights that balance the kinds of action (an action's first word: `go`, `take`, `up`, …): each
+ * example weighs (its kind's frequency)^−`balance`, scaled to a mean of 1 over the demonstrations. 0: all 1.
+ */
+export function actionBalanceWeights(actions: readonly string[], balance: number): (action: string) => number {
+  if (balance === 0 || actions.length === 0) return () => 1
+  const kind = (a: string) => a.split(' ')[0] as string
+  const counts = new Map<string, number>()
+  for (const a of actions) counts.set(kind(a), (counts.get(kind(a)) ?? 0) + 1)
+  const raw = (a: string) => ((counts.get(kind(a)) ?? 1) / actions.length) ** -balance
+  const mean = actions.reduce((sum, a) => sum + raw(a), 0) / actions.length
+  return (a) => raw(a) / mean
+}
+
+/**
  * The acting demonstrations as weighted supervised pools (`plain`, `skill`), sharing `share` by their sizes: the
- * frame every response shares weighs `formatTokenWeight` (or 1 with `frame: 'full'`).
+ * frame every response shares weighs `formatTokenWeight`, and each example is scaled by its action kind's
+ * balance weight (or every token weighs 1 with `frame: 'full'`).
  */
 export function actingPools(
   policy: Policy,
   demos: Pick<Demonstrations, 'plain' | 'skilled'>,
   envName: RunEnvName,
   prompt: PromptSettings,
-  formatTokenWeight: number,
+  weighting: Pick<WarmstartConfig, 'formatTokenWeight' | 'actionBalance'>,
   share: number,
 ): (frame: 'weighted' | 'full') => ExamplePool[] {
   const env = getEnv(envName)
@@ -196,13 +211,19 @@ export function actingPools(
     responseTokens: prompt.maxResponseTokens,
     contextLength: policy.model.config.maxPositions,
   }
-  const actions = [...new Set([...demos.plain, ...demos.skilled].map((d) => d.action))]
+  const all = [...demos.plain, ...demos.skilled]
+  const actions = [...new Set(all.map((d) => d.action))]
   const responseIds = new Map(actions.map((a) => [a, policy.codec.responseIds(env.formatResponse(a))]))
-  const weights = frameWeights([...responseIds.values()], formatTokenWeight)
+  const weights = frameWeights([...responseIds.values()], weighting.formatTokenWeight)
+  const balance = actionBalanceWeights(
+    all.map((d) => d.action),
+    weighting.actionBalance,
+  )
   const toExample = (d: Demo): SupervisedExample => {
     const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
     const response = responseIds.get(d.action)!
-    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response) }
+    const scale = balance(d.action)
+    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response).map((w) => w * scale) }
   }
   const plain = demos.plain.map(toExample)
   const skill = demos.skilled.map(toExample)
@@ -251,14 +272,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     eosIds: [...tokenizer.eosIds],
   }
   const policy = loadPolicy(engine, checkpoint)
-  const acting = actingPools(
-    policy,
-    { plain, skilled },
-    input.env,
-    input.prompt,
-    ws.formatTokenWeight,
-    1 - ws.analyzerShare,
-  )
+  const acting = actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples = ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer) : []
   const analyzerPool = {
     name: 'analyzer',

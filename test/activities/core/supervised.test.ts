@@ -3,10 +3,22 @@ import { after, before, describe, it } from 'node:test'
 import { annotateStage1, loadPolicy, trainStage1 } from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
-import { demonstrations, frameWeights } from '../../../activities/core/warmstart.ts'
+import { actionBalanceWeights, demonstrations, frameWeights } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { microCheckpoint, microConfig, microPolicy, microWarmstart } from './micro.ts'
+
+describe('actionBalanceWeights', () => {
+  it('weighs each action kind by its frequency to the power -balance, with mean 1', () => {
+    const actions = ['go to a 1', 'go to b 1', 'go to a 1', 'take x 1 from a 1']
+    const w = actionBalanceWeights(actions, 0.5)
+    // raw: go 0.75^-0.5 = 1.1547, take 0.25^-0.5 = 2; mean (3 * 1.1547 + 2) / 4 = 1.3660
+    assert.ok(Math.abs(w('go to b 1') - 0.845299) < 1e-5, String(w('go to b 1')))
+    assert.ok(Math.abs(w('take x 1 from a 1') - 1.464102) < 1e-5)
+    assert.ok(Math.abs(actions.reduce((sum, a) => sum + w(a), 0) / actions.length - 1) < 1e-12)
+    assert.equal(actionBalanceWeights(actions, 0)('take x 1 from a 1'), 1)
+  })
+})
 
 describe('frameWeights', () => {
   it('weighs the shared prefix and suffix of the responses as the frame', () => {

@@ -311,14 +311,14 @@ function render(view: Parameters<EnvSpec<HouseholdData, HouseState>['render']>[0
   const { history, stepCount, observation, taskText, admissible } = view
   if (view.compact) {
     // The tiny model's prompt: the task once, the last action only (the searcher needs no more), the room's
-    // receptacles only in the admissible list.
+    // receptacles only in the admissible list, and the observation last, next to the answer.
     const last = history.at(-1)
     const now = stepCount === 0 ? 'You are in the middle of a room.' : observation
     return [
       `Household. Your task is to: ${taskText}`,
       ...(last ? [`Last action: ${last.action}`] : []),
-      `Now: ${now}`,
       `Actions: ${(admissible ?? []).join(', ')}`,
+      `Now: ${now}`,
       `Now it's your turn. ${THINK_ACTION_INSTRUCTION_COMPACT}`,
     ].join('\n')
   }

@@ -32,27 +32,35 @@ import { type LearningEntry, type LearningResults, writeLearningReport } from '.
 /** Rows the benchmark runs: those that evaluate without skills in the prompt. */
 const BENCH_ROWS = ['seed', 'grpo', 'seed-static', 'seed-library', 'seed-no-sft'] as const
 
-/** The splits evaluated per environment; sokoban's test-unseen is its test-seen (the same generator). */
-const SPLITS: Partial<Record<RunEnvName, Split[]>> = {
-  sokoban: ['validation', 'test-seen'],
-  household: ['validation', 'test-seen', 'test-unseen'],
-  ezpoints: ['validation', 'test-seen'],
+/**
+ * What the benchmark evaluates per environment: the splits of the start and final evaluations (sokoban's
+ * test-unseen is its test-seen, the same generator) and tasks per split (the issue's minimums), and the split and
+ * tasks of the learning curve's intermediate points.
+ */
+interface BenchEnv {
+  splits: Split[]
+  finalTasks: number
+  curveSplit: Split
+  curveTasks: number
 }
-/** Tasks per split of the final evaluations, and of the learning curve's points (the issue's minimums). */
-const EVAL_TASKS: Partial<Record<RunEnvName, { final: number; curve: number }>> = {
-  sokoban: { final: 1000, curve: 500 },
-  household: { final: 300, curve: 100 },
-  ezpoints: { final: 1000, curve: 500 },
+const BENCH_ENVS: Partial<Record<RunEnvName, BenchEnv>> = {
+  sokoban: { splits: ['validation', 'test-seen'], finalTasks: 1000, curveSplit: 'test-seen', curveTasks: 500 },
+  household: {
+    splits: ['validation', 'test-seen', 'test-unseen'],
+    finalTasks: 300,
+    curveSplit: 'test-unseen',
+    curveTasks: 100,
+  },
+  ezpoints: { splits: ['validation', 'test-seen'], finalTasks: 1000, curveSplit: 'test-seen', curveTasks: 500 },
 }
-/** The split of the intermediate points of the learning curve. */
-const CURVE_SPLIT: Partial<Record<RunEnvName, Split>> = { household: 'test-unseen' }
+const benchEnv = (env: RunEnvName): BenchEnv => BENCH_ENVS[env] as BenchEnv
 
 const args = parseArgs({
   options: {
     envs: { type: 'string', default: 'sokoban' },
     rows: { type: 'string', default: 'seed,grpo' },
     seeds: { type: 'string', default: '1,2,3' },
-    /** Default per environment (EVAL_TASKS). */
+    /** Default per environment (BENCH_ENVS). */
     'eval-tasks': { type: 'string' },
     'curve-every': { type: 'string', default: '4' },
     'curve-tasks': { type: 'string' },
@@ -73,13 +81,13 @@ const list = (s: string) =>
 const envs = list(args.envs) as RunEnvName[]
 const rows = list(args.rows) as AlgorithmName[]
 const seeds = list(args.seeds).map(Number)
-const evalTasks = (env: RunEnvName) => Number(args['eval-tasks'] ?? EVAL_TASKS[env]?.final)
+const evalTasks = (env: RunEnvName) => Number(args['eval-tasks'] ?? benchEnv(env).finalTasks)
 const curveEvery = Number(args['curve-every'])
-const curveTasks = (env: RunEnvName) => Number(args['curve-tasks'] ?? EVAL_TASKS[env]?.curve)
+const curveTasks = (env: RunEnvName) => Number(args['curve-tasks'] ?? benchEnv(env).curveTasks)
 for (const row of rows) {
   if (!(BENCH_ROWS as readonly string[]).includes(row)) throw new Error(`--rows: ${row} is not one of ${BENCH_ROWS}`)
 }
-for (const env of envs) if (!SPLITS[env]) throw new Error(`--envs: no benchmark splits for ${env}`)
+for (const env of envs) if (!BENCH_ENVS[env]) throw new Error(`--envs: no benchmark settings for ${env}`)
 
 const engine = createLocalEngine({ threads: Number(args.threads) })
 const started = performance.now()
@@ -165,7 +173,7 @@ async function evaluateAll(
   checkpoint: LearningEntry['checkpoint'],
 ): Promise<LearningEntry[]> {
   const out: LearningEntry[] = []
-  for (const split of SPLITS[c.env] ?? []) {
+  for (const split of benchEnv(c.env).splits) {
     const r = await heldOut(policy, c, split, evalTasks(c.env))
     log(`  ${checkpoint} ${iteration} on ${split}: ${pct(r.successRate)} ± ${pct(r.standardError)} (${r.tasks} tasks)`)
     out.push(entry(r, iteration, split, checkpoint))
@@ -246,7 +254,7 @@ async function stage2(
   const fixedAnalyzer = row.analyzer === 'stage1' && pi0 ? loadPolicy(engine, pi0) : undefined
   const entries: LearningEntry[] = []
   const iterations: unknown[] = []
-  const curveSplit = CURVE_SPLIT[c.env] ?? 'test-seen'
+  const { curveSplit } = benchEnv(c.env)
   let optimizerState: Awaited<ReturnType<typeof runIteration>>['optimizerState'] | undefined
   const K = c.stage2.iterations
   for (let k = 0; k < K; k++) {

@@ -211,14 +211,10 @@ export function actingPools(
     responseTokens: prompt.maxResponseTokens,
     contextLength: policy.model.config.maxPositions,
   }
-  const all = [...demos.plain, ...demos.skilled]
-  const actions = [...new Set(all.map((d) => d.action))]
-  const responseIds = new Map(actions.map((a) => [a, policy.codec.responseIds(env.formatResponse(a))]))
+  const labels = [...demos.plain, ...demos.skilled].map((d) => d.action)
+  const responseIds = new Map([...new Set(labels)].map((a) => [a, policy.codec.responseIds(env.formatResponse(a))]))
   const weights = frameWeights([...responseIds.values()], weighting.formatTokenWeight)
-  const balance = actionBalanceWeights(
-    all.map((d) => d.action),
-    weighting.actionBalance,
-  )
+  const balance = actionBalanceWeights(labels, weighting.actionBalance)
   const toExample = (d: Demo): SupervisedExample => {
     const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
     const response = responseIds.get(d.action)!

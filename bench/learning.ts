@@ -140,6 +140,24 @@ function loadFolder(dir: string): Checkpoint | null {
   return decodeCheckpoint(files, dir)
 }
 
+/**
+ * Guards a cached folder against settings that changed since it was made (a preset edited between sessions):
+ * the settings are recorded beside it; a folder made with others is refused, not silently reused. A folder from
+ * before this record gets the current settings recorded.
+ */
+function checkSettings(dir: string, settings: unknown): void {
+  const path = join(dir, 'settings.json')
+  const now = JSON.stringify(settings)
+  if (!existsSync(path)) {
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(path, now)
+    return
+  }
+  if (readFileSync(path, 'utf8') !== now) {
+    throw new Error(`${dir} was made with other settings than the preset's now (${path}); move it away to remake it`)
+  }
+}
+
 async function cached<T>(path: string, make: () => Promise<T>): Promise<T> {
   if (existsSync(path)) return JSON.parse(readFileSync(path, 'utf8')) as T
   const value = await make()
@@ -188,6 +206,7 @@ async function base(env: RunEnvName, seed: number, dir: string) {
   let stats: unknown = null
   const settings = c.warmstart
   if (!settings) throw new Error(`the ${env} CPU preset has no warm-start`)
+  checkSettings(join(dir, 'base'), { model: c.model, prompt: c.prompt, warmstart: settings, evaluation: c.evaluation })
   if (!checkpoint) {
     log(`${env} seed ${seed}: warm-start`)
     const r = await warmstart(engine, {
@@ -217,6 +236,7 @@ async function base(env: RunEnvName, seed: number, dir: string) {
 async function stage1(env: RunEnvName, seed: number, dir: string, start: Checkpoint) {
   const c = config(env, 'seed', seed)
   const folder = join(dir, 'stage1')
+  checkSettings(folder, { stage1: c.stage1 })
   let checkpoint = loadFolder(folder)
   if (!checkpoint) {
     log(`${env} seed ${seed}: Stage 1`)

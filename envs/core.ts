@@ -80,6 +80,8 @@ export interface EnvSpec<T, S> {
   formatResponse(action: string, thought?: string): string
   render(view: PromptView<S>): string
   expert(task: T, state: S): string
+  /** The expert's sub-goal in a few words, for demonstrations that think before they act (`<think>…</think>`). */
+  expertThought?(task: T, state: S): string
   /** A random valid action where there is no admissible list (or it is not the whole action space). */
   randomAction?(task: T, state: S, rng: Rng): string
   oracle(trajectory: Trajectory): OracleAnalysis
@@ -206,6 +208,10 @@ class SpecEpisode<T, S> implements Episode {
 
   expertAction(): string {
     return this.spec.expert(this.data, this.state)
+  }
+
+  expertThought(): string {
+    return this.spec.expertThought?.(this.data, this.state) ?? ''
   }
 
   trajectory(): Trajectory {

@@ -84,6 +84,8 @@ export interface Episode {
   randomAction(rng: Rng): string
   /** The expert's next action (the inner action text, not a formatted response). */
   expertAction(): string
+  /** The expert's reason for that action in a few words (its current sub-goal), or '' for an env without one. */
+  expertThought(): string
   trajectory(): Trajectory
 }
 

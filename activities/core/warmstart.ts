@@ -69,6 +69,8 @@ export interface WarmstartResult {
 export interface Demo {
   prompt: string
   action: string
+  /** The expert's thought, written inside `<think>…</think>` before the action ('' or absent: none). */
+  thought?: string
   /** The skill block the prompt carries (inserted when the prompt is fitted). */
   block?: string
 }
@@ -96,7 +98,8 @@ function demoEpisode(
     const text = stepPrompt(episode, prompt)
     const expert = episode.expertAction()
     const label = !withSkill && rng.next() < settings.labelNoise ? episode.randomAction(rng) : expert
-    demos.push({ prompt: text, action: label })
+    const thought = settings.expertThoughts ? episode.expertThought() : ''
+    demos.push({ prompt: text, action: label, ...(thought ? { thought } : {}) })
     const executed = !withSkill && rng.next() < settings.mistakeRate ? episode.randomAction(rng) : expert
     episode.step(env.formatResponse(executed))
   }
@@ -143,6 +146,11 @@ export function frameWeights(responses: readonly number[][], frameWeight: number
   return (response) => response.map((_, i) => (i < prefix || i >= response.length - suffix ? frameWeight : 1))
 }
 
+/** The response a demonstration teaches: its thought (if any) and action in the environment's format. */
+export function demoResponse(env: Env, d: Demo): string {
+  return env.formatResponse(d.action, d.thought)
+}
+
 /** The warm-start's demonstrations: acting pairs (plain and with the oracle skill), analyzer pairs, and texts. */
 export interface Demonstrations {
   plain: Demo[]
@@ -174,7 +182,7 @@ export function demonstrations(
   }
   for (const d of plain) corpus.push(d.prompt)
   for (const d of skilled) corpus.push(d.prompt, d.block ?? '')
-  corpus.push(...[...new Set([...plain, ...skilled].map((d) => d.action))].map((a) => env.formatResponse(a)))
+  corpus.push(...new Set([...plain, ...skilled].map((d) => demoResponse(env, d))))
   return { plain, skilled, analyses, corpus }
 }
 
@@ -211,13 +219,15 @@ export function actingPools(
     responseTokens: prompt.maxResponseTokens,
     contextLength: policy.model.config.maxPositions,
   }
-  const labels = [...demos.plain, ...demos.skilled].map((d) => d.action)
-  const responseIds = new Map([...new Set(labels)].map((a) => [a, policy.codec.responseIds(env.formatResponse(a))]))
+  const all = [...demos.plain, ...demos.skilled]
+  const labels = all.map((d) => d.action)
+  const texts = new Set(all.map((d) => demoResponse(env, d)))
+  const responseIds = new Map([...texts].map((t) => [t, policy.codec.responseIds(t)]))
   const weights = frameWeights([...responseIds.values()], weighting.formatTokenWeight)
   const balance = actionBalanceWeights(labels, weighting.actionBalance)
   const toExample = (d: Demo): SupervisedExample => {
     const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
-    const response = responseIds.get(d.action)!
+    const response = responseIds.get(demoResponse(env, d))!
     const scale = balance(d.action)
     return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response).map((w) => w * scale) }
   }

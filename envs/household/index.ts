@@ -307,6 +307,25 @@ export function householdPlan(d: HouseholdData, s: HouseState, mode: 'search' | 
   return search(places)
 }
 
+/**
+ * The searching expert's sub-goal, which its demonstrations think before acting (`<think>find apple</think>`):
+ * `find <object>` until it holds one, then `heat|cool|clean <object>` while it needs treating, `find <lamp>` or
+ * `put <object> in <target>`; `drop <object>` when it holds the wrong thing. It names the object the acting
+ * decision must match against what is in view, right before the action.
+ */
+export function householdThought(d: HouseholdData, s: HouseState): string {
+  const { task } = d
+  const held = s.holding >= 0 ? d.task.layout.objects[s.holding] : undefined
+  if (!held) return `find ${task.object}`
+  if (held.type !== task.object) return `drop ${held.type}`
+  if (task.family === 'look_at_obj_in_light') return `find ${task.target}`
+  if (task.appliance) {
+    const flags = task.appliance === 'heat' ? s.hot : task.appliance === 'cool' ? s.cool : s.clean
+    if (!flags[s.holding]) return `${task.appliance} ${held.type}`
+  }
+  return `put ${held.type} in ${task.target}`
+}
+
 function render(view: Parameters<EnvSpec<HouseholdData, HouseState>['render']>[0]): string {
   const { history, stepCount, observation, taskText, admissible } = view
   if (view.compact) {
@@ -415,6 +434,7 @@ export const HOUSEHOLD_SPEC: EnvSpec<HouseholdData, HouseState> = {
   formatResponse: formatThinkAction,
   render,
   expert: (d, s) => householdPlan(d, s, 'search'),
+  expertThought: householdThought,
   oracle,
 }
 

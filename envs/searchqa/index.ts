@@ -353,6 +353,7 @@ export function searchqaWithRetriever(
         reset: () => inner.reset(),
         randomAction: (rng) => inner.randomAction(rng),
         expertAction: () => inner.expertAction(),
+        expertThought: () => inner.expertThought(),
         trajectory: () => inner.trajectory(),
         async step(response: string): Promise<StepResult> {
           const parsed = parseSearchqa(response)

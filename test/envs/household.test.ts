@@ -172,4 +172,25 @@ describe('household', () => {
       }
     }
   })
+
+  it('thinks the sub-goal its next action serves, naming the object the action decides on', () => {
+    const seen = new Set<string>()
+    for (let seed = 0; seed < 120; seed++) {
+      const ep = household.reset(household.task('train', seed))
+      while (!ep.done) {
+        const action = ep.expertAction()
+        const thought = ep.expertThought()
+        const [verb, object] = action.split(' ')
+        seen.add(verb as string)
+        if (verb === 'take') assert.equal(thought, `find ${object}`, action)
+        if (verb === 'heat' || verb === 'cool' || verb === 'clean') assert.equal(thought, `${verb} ${object}`, action)
+        if (verb === 'use') assert.equal(thought, `find ${object}`, action)
+        if (verb === 'move') assert.match(thought, new RegExp(`^(put ${object} in \\w+|drop ${object})$`), action)
+        assert.match(thought, /^(find|heat|cool|clean|put|drop) \w+/, action)
+        ep.step(household.formatResponse(action, thought))
+      }
+      assert.ok(ep.trajectory().info.won || ep.stepCount >= HOUSEHOLD_MAX_STEPS, `train ${seed}`)
+    }
+    for (const verb of ['take', 'heat', 'cool', 'clean', 'use', 'move']) assert.ok(seen.has(verb), verb)
+  })
 })

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { fitPrompt, promptCodec } from '../../../activities/core/index.ts'
 import { fitAnalyzer } from '../../../activities/core/prompts.ts'
-import { demonstrations } from '../../../activities/core/warmstart.ts'
+import { demonstrations, demoResponse } from '../../../activities/core/warmstart.ts'
 import { getEnv } from '../../../envs/index.ts'
 import { trainByteLevelBpe } from '../../../policy/bpe-trainer.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../../policy/tokenizer.ts'
@@ -62,8 +62,8 @@ describe('CPU household preset', () => {
     assert.ok(demos.skilled.length > 0)
     for (const d of demos.skilled) assert.equal(fitPrompt(codec, d.prompt, step, d.block).blockDropped, false)
     const env = getEnv('household')
-    for (const action of new Set(demos.plain.map((d) => d.action)))
-      assert.ok(codec.responseIds(env.formatResponse(action)).length <= c.prompt.maxResponseTokens, action)
+    for (const response of new Set(demos.plain.map((d) => demoResponse(env, d))))
+      assert.ok(codec.responseIds(response).length <= c.prompt.maxResponseTokens, response)
     const analyzer = {
       maxPromptTokens: c.stage2.analyzer.maxPromptTokens,
       responseTokens: c.stage2.analyzer.maxAnswerTokens,

@@ -3,9 +3,11 @@ import { after, before, describe, it } from 'node:test'
 import { annotateStage1, loadPolicy, trainStage1 } from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
-import { actionBalanceWeights, demonstrations, frameWeights } from '../../../activities/core/warmstart.ts'
+import { actionBalanceWeights, demonstrations, demoResponse, frameWeights } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
+import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
+import { cpuHouseholdPreset, cpuSokobanPreset } from '../../../seed/config.ts'
 import { microCheckpoint, microConfig, microPolicy, microWarmstart } from './micro.ts'
 
 describe('actionBalanceWeights', () => {
@@ -95,6 +97,35 @@ describe('supervisedTrain token weights', () => {
 })
 
 describe('warmstart', () => {
+  it('writes the expert thought into demonstrated responses with expertThoughts, where the env has one', () => {
+    const household = cpuHouseholdPreset()
+    const ws = household.warmstart
+    assert.ok(ws)
+    const env = getEnv('household')
+    const think = demonstrations('household', { ...ws, demoTasks: 6, expertThoughts: true }, household.prompt, 1)
+    const plainLabels = demonstrations('household', { ...ws, demoTasks: 6, expertThoughts: false }, household.prompt, 1)
+    // the same episodes, the same prompts and actions; only the responses think
+    assert.deepEqual(
+      think.plain.map((d) => [d.prompt, d.action]),
+      plainLabels.plain.map((d) => [d.prompt, d.action]),
+    )
+    for (const d of think.plain) {
+      assert.match(d.thought ?? '', /^(find|heat|cool|clean|put|drop) /)
+      assert.equal(demoResponse(env, d), `<think>${d.thought}</think><action>${d.action}</action>`)
+      assert.ok(think.corpus.includes(demoResponse(env, d)))
+    }
+    for (const d of plainLabels.plain) assert.equal(demoResponse(env, d), `<think></think><action>${d.action}</action>`)
+    const sokoban = cpuSokobanPreset()
+    assert.ok(sokoban.warmstart)
+    const grid = demonstrations(
+      'sokoban',
+      { ...sokoban.warmstart, demoTasks: 4, expertThoughts: true },
+      sokoban.prompt,
+      1,
+    )
+    assert.ok(grid.plain.length > 0 && grid.plain.every((d) => d.thought === undefined))
+  })
+
   it('behaviour-clones with weighted frames, then polishes the frame at full weight', async () => {
     const engine = createLocalEngine({ threads: 1 })
     try {

@@ -58,6 +58,8 @@ export interface WarmstartStats {
   stoppedEarly: boolean
   /** Validation success at each check. */
   checks: Array<{ step: number; successRate: number }>
+  /** The step whose weights the checkpoint carries (before the polish): the last, or the best check's (keepBest). */
+  keptStep: number
   seconds: number
 }
 
@@ -288,6 +290,10 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   }
   const pools = (frame: 'weighted' | 'full') => [...acting(frame), analyzerPool]
   const checks: Array<{ step: number; successRate: number }> = []
+  // the best check so far (keepBest); a holder, since the check callback sets it
+  const kept: { best: { step: number; successRate: number; weights: Map<string, Float32Array> } | null } = {
+    best: null,
+  }
   const result = await supervisedTrain(policy, pools('weighted'), {
     steps: ws.steps,
     batchSize: ws.batchSize,
@@ -298,10 +304,18 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     check: async (step) => {
       const r = await validationSuccess(policy, input, step)
       checks.push({ step, successRate: r })
+      if (ws.keepBest && (kept.best === null || r >= kept.best.successRate)) {
+        kept.best = { step, successRate: r, weights: copyWeights(policy.model.weights) }
+      }
       input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
       return r >= ws.targetSuccess
     },
   })
+  const best = kept.best
+  if (best !== null && best.step !== result.steps) {
+    for (const [name, w] of best.weights) policy.model.weights.get(name)?.set(w)
+  }
+  const keptStep = best?.step ?? result.steps
   // the frame, learned at a small weight, is not yet reliable at temperature 1 (rollouts sampled 40% malformed
   // responses); a short pass at full weight and a lower rate fixes it
   const polish =
@@ -331,6 +345,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       polishLoss: polish?.lastLoss ?? null,
       stoppedEarly: result.stoppedEarly,
       checks,
+      keptStep,
       seconds: (performance.now() - started) / 1000,
     },
   }
@@ -352,6 +367,10 @@ function analyzerPairs(
     context: policy.codec.promptIds(fitAnalyzer(policy.codec, a.episode, fitted).prompt),
     response: policy.codec.responseIds(a.answer),
   }))
+}
+
+function copyWeights(weights: ReadonlyMap<string, Float32Array>): Map<string, Float32Array> {
+  return new Map([...weights].map(([name, w]) => [name, w.slice()]))
 }
 
 async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { annotateStage1, loadPolicy, trainStage1 } from '../../../activities/core/index.ts'
+import { annotateStage1, loadPolicy, trainStage1, type WarmstartResult } from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
 import { actionBalanceWeights, demonstrations, demoResponse, frameWeights } from '../../../activities/core/warmstart.ts'
@@ -137,6 +137,41 @@ describe('warmstart', () => {
       // the polish loss is the plain token mean, dominated by the frame the weighted pass barely trained
       assert.ok(r.stats.polishLoss > 0)
       assert.equal(r.stats.analyzerPairs, 0)
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it('with keepBest, returns the weights of the best validation check, not the last step', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const base = microConfig()
+      assert.ok(base.warmstart)
+      const run = (steps: number, keepBest: boolean) =>
+        microWarmstart(engine, {
+          ...base,
+          warmstart: { ...base.warmstart!, steps, evalEvery: 2, targetSuccess: 1, keepBest, framePolishSteps: 0 },
+        })
+      const weights = (r: WarmstartResult) => [...r.checkpoint.weights.values()].map((w) => [...w])
+      // 3 steps, checked at step 2 only: the kept weights are step 2's, not the last step's
+      const last = await run(3, false)
+      const kept = await run(3, true)
+      assert.equal(last.stats.keptStep, 3)
+      assert.equal(kept.stats.keptStep, 2)
+      assert.deepEqual(
+        kept.stats.checks.map((c) => c.step),
+        [2],
+      )
+      assert.notDeepEqual(weights(kept), weights(last))
+      // checked at steps 2 and 4; equal successes keep the later one, here the last step: the same weights
+      const four = await run(4, true)
+      assert.deepEqual(
+        four.stats.checks.map((c) => c.step),
+        [2, 4],
+      )
+      const [a, b] = four.stats.checks.map((c) => c.successRate)
+      assert.equal(four.stats.keptStep, (a as number) > (b as number) ? 2 : 4)
+      if (four.stats.keptStep === 4) assert.deepEqual(weights(four), weights(await run(4, false)))
     } finally {
       await engine.close()
     }

@@ -75,6 +75,10 @@ function prepare(task: HouseholdTask): HouseholdData {
 const accessible = (d: HouseholdData, s: HouseState, r: number): boolean =>
   !isOpenable(d.task.layout.receptacles[r] as HouseholdTask['layout']['receptacles'][number]) || (s.open[r] as boolean)
 
+/** The per-object flags an appliance sets: hot for heat, cool for cool, clean for clean. */
+const treatedFlags = (s: HouseState, appliance: Appliance) =>
+  appliance === 'heat' ? s.hot : appliance === 'cool' ? s.cool : s.clean
+
 function contentsIds(d: HouseholdData, s: HouseState, r: number): string[] {
   const ids: string[] = []
   for (let i = 0; i < s.loc.length; i++) if (s.loc[i] === r) ids.push((d.task.layout.objects[i] as { id: string }).id)
@@ -164,8 +168,7 @@ function act(d: HouseholdData, s: HouseState, command: string): string {
     if (o === undefined || r === undefined || r !== s.at || s.holding !== o) return NOTHING_HAPPENS
     if (!applianceReceptacles(verb).includes((receptacles[r] as (typeof receptacles)[number]).type))
       return NOTHING_HAPPENS
-    const flags = verb === 'heat' ? s.hot : verb === 'cool' ? s.cool : s.clean
-    flags[o] = 1
+    treatedFlags(s, verb)[o] = 1
     if (verb === 'heat') s.cool[o] = 0
     if (verb === 'cool') s.hot[o] = 0
     return `You ${APPLIANCE_VERB[verb]} the ${treat[2]} using the ${treat[3]}.`
@@ -276,8 +279,7 @@ export function householdPlan(d: HouseholdData, s: HouseState, mode: 'search' | 
   }
   if (held) {
     if (task.appliance) {
-      const flags = task.appliance === 'heat' ? s.hot : task.appliance === 'cool' ? s.cool : s.clean
-      if (!flags[s.holding]) {
+      if (!treatedFlags(s, task.appliance)[s.holding]) {
         const r = ofTypes(applianceReceptacles(task.appliance))[0] as number
         return s.at === r ? `${task.appliance} ${held.id} with ${idOf(r)}` : goTo(r)
       }
@@ -315,14 +317,11 @@ export function householdPlan(d: HouseholdData, s: HouseState, mode: 'search' | 
  */
 export function householdThought(d: HouseholdData, s: HouseState): string {
   const { task } = d
-  const held = s.holding >= 0 ? d.task.layout.objects[s.holding] : undefined
+  const held = s.holding >= 0 ? task.layout.objects[s.holding] : undefined
   if (!held) return `find ${task.object}`
   if (held.type !== task.object) return `drop ${held.type}`
   if (task.family === 'look_at_obj_in_light') return `find ${task.target}`
-  if (task.appliance) {
-    const flags = task.appliance === 'heat' ? s.hot : task.appliance === 'cool' ? s.cool : s.clean
-    if (!flags[s.holding]) return `${task.appliance} ${held.type}`
-  }
+  if (task.appliance && !treatedFlags(s, task.appliance)[s.holding]) return `${task.appliance} ${held.type}`
   return `put ${held.type} in ${task.target}`
 }
 

@@ -221,6 +221,14 @@ async function base(env: RunEnvName, seed: number, dir: string) {
     })
     saveFolder(join(dir, 'base'), r.checkpoint)
     writeFileSync(join(dir, 'base', 'stats.json'), JSON.stringify(r.stats))
+    const p = r.stats.polishCheck
+    log(
+      `  warm-start kept step ${r.stats.keptStep}` +
+        (p
+          ? `; validation just before the polish ${pct(p.before.success)} (malformed ${pct(p.before.invalidRate)}),` +
+            ` after it ${pct(p.after.success)} (malformed ${pct(p.after.invalidRate)})`
+          : ''),
+    )
     checkpoint = r.checkpoint
     stats = r.stats
   } else {

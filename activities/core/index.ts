@@ -72,4 +72,11 @@ export {
   type UpdateSettings,
   update,
 } from './update.ts'
-export { type WarmstartInput, type WarmstartResult, type WarmstartStats, warmstart } from './warmstart.ts'
+export {
+  type PolishCheck,
+  polishCheck,
+  type WarmstartInput,
+  type WarmstartResult,
+  type WarmstartStats,
+  warmstart,
+} from './warmstart.ts'

@@ -60,7 +60,21 @@ export interface WarmstartStats {
   checks: Array<{ step: number; successRate: number }>
   /** The step whose weights the checkpoint carries (before the polish): the last, or the best check's (keepBest). */
   keptStep: number
+  /**
+   * With checks and a polish: validation results just before and just after the polish, on four times the
+   * checks' tasks (theirs first) with one sampling seed of its own, so the kept check's figure can be told apart
+   * from its luck (it is the best of several noisy checks) and from what the polish changes. null otherwise.
+   */
+  polishCheck: { before: PolishCheck; after: PolishCheck } | null
   seconds: number
+}
+
+export interface PolishCheck {
+  success: number
+  score: number
+  /** The share of malformed responses (what the polish is for). */
+  invalidRate: number
+  meanLength: number
 }
 
 export interface WarmstartResult {
@@ -316,6 +330,8 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     for (const [name, w] of best.weights) policy.model.weights.get(name)?.set(w)
   }
   const keptStep = best?.step ?? result.steps
+  const checked = ws.evalEvery > 0 && ws.framePolishSteps > 0
+  const before = checked ? await polishCheck(policy, input) : null
   // the frame, learned at a small weight, is not yet reliable at temperature 1 (rollouts sampled 40% malformed
   // responses); a short pass at full weight and a lower rate fixes it
   const polish =
@@ -328,6 +344,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
           seed: mixSeed(input.seed, 0xbd),
         })
       : null
+  const after = checked ? await polishCheck(policy, input) : null
   await policy.model.release()
   return {
     checkpoint: { ...checkpoint, weights: policy.model.weights },
@@ -346,6 +363,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       stoppedEarly: result.stoppedEarly,
       checks,
       keptStep,
+      polishCheck: before !== null && after !== null ? { before, after } : null,
       seconds: (performance.now() - started) / 1000,
     },
   }
@@ -373,16 +391,29 @@ function copyWeights(weights: ReadonlyMap<string, Float32Array>): Map<string, Fl
   return new Map([...weights].map(([name, w]) => [name, w.slice()]))
 }
 
-async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {
-  const r = await evaluate(policy, {
+/** The first `tasks` validation tasks (the checks': evalTasks), sampled with the stream of (seed, step). */
+function validation(policy: Policy, input: WarmstartInput, step: number, tasks = input.warmstart.evalTasks) {
+  return evaluate(policy, {
     env: input.env,
     split: 'validation',
     seedStart: 0,
-    tasks: input.warmstart.evalTasks,
+    tasks,
     temperature: input.evaluation.temperature,
     maxEnvSteps: input.evaluation.maxEnvSteps,
     prompt: input.prompt,
     seed: mixSeed(input.seed, 0xe7a1, step),
   })
-  return r.successRate
+}
+
+async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {
+  return (await validation(policy, input, step)).successRate
+}
+
+/**
+ * The before/after-polish evaluation: 4 × the checks' tasks (one check's standard error halved), with the sampling
+ * stream of step 0, which no check has (checks are at steps ≥ 1).
+ */
+export async function polishCheck(policy: Policy, input: WarmstartInput): Promise<PolishCheck> {
+  const r = await validation(policy, input, 0, 4 * input.warmstart.evalTasks)
+  return { success: r.successRate, score: r.meanScore, invalidRate: r.invalidRate, meanLength: r.meanLength }
 }

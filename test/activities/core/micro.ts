@@ -4,7 +4,13 @@ import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadPolicy, type Policy, type WarmstartResult, warmstart } from '../../../activities/core/index.ts'
+import {
+  loadPolicy,
+  type Policy,
+  type WarmstartInput,
+  type WarmstartResult,
+  warmstart,
+} from '../../../activities/core/index.ts'
 import type { Engine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { type RunConfig, runConfig, smokeSokobanPreset } from '../../../seed/config.ts'
@@ -18,10 +24,10 @@ export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConf
   })
 }
 
-/** The micro warm-start (deterministic: one thread, fixed seeds). */
-export async function microWarmstart(engine: Engine, config = microConfig()): Promise<WarmstartResult> {
+/** The warm-start input of a built-in config. */
+export function microWarmstartInput(config = microConfig()): WarmstartInput {
   if (config.model.kind !== 'builtin' || !config.warmstart) throw new Error('micro config is built-in')
-  return warmstart(engine, {
+  return {
     env: config.env,
     model: config.model,
     prompt: config.prompt,
@@ -29,7 +35,12 @@ export async function microWarmstart(engine: Engine, config = microConfig()): Pr
     analyzer: config.stage2.analyzer,
     evaluation: config.evaluation,
     seed: config.seed,
-  })
+  }
+}
+
+/** The micro warm-start (deterministic: one thread, fixed seeds). */
+export async function microWarmstart(engine: Engine, config = microConfig()): Promise<WarmstartResult> {
+  return warmstart(engine, microWarmstartInput(config))
 }
 
 /** The micro warm-start checkpoint. */

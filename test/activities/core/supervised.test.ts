@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { annotateStage1, loadPolicy, trainStage1, type WarmstartResult } from '../../../activities/core/index.ts'
+import {
+  annotateStage1,
+  loadPolicy,
+  polishCheck,
+  trainStage1,
+  type WarmstartResult,
+} from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
 import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
 import { actionBalanceWeights, demonstrations, demoResponse, frameWeights } from '../../../activities/core/warmstart.ts'
@@ -8,7 +14,7 @@ import { createLocalEngine } from '../../../engine/index.ts'
 import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { cpuHouseholdPreset, cpuSokobanPreset } from '../../../seed/config.ts'
-import { microCheckpoint, microConfig, microPolicy, microWarmstart } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microWarmstart, microWarmstartInput } from './micro.ts'
 
 describe('actionBalanceWeights', () => {
   it('weighs each action kind by its frequency to the power -balance, with mean 1', () => {
@@ -172,6 +178,44 @@ describe('warmstart', () => {
       const [a, b] = four.stats.checks.map((c) => c.successRate)
       assert.equal(four.stats.keptStep, (a as number) > (b as number) ? 2 : 4)
       if (four.stats.keptStep === 4) assert.deepEqual(weights(four), weights(await run(4, false)))
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it("evaluates the kept weights just before and just after the polish, on four times the checks' tasks", async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const base = microConfig()
+      assert.ok(base.warmstart)
+      // 60 steps at a high rate: the micro model then writes some well-formed responses, so the two differ
+      const config = (framePolishSteps: number, steps = 60, evalEvery = 30) => ({
+        ...base,
+        warmstart: {
+          ...base.warmstart!,
+          steps,
+          evalEvery,
+          evalTasks: 16,
+          lr: 1e-2,
+          formatTokenWeight: 1,
+          targetSuccess: 1,
+          keepBest: true,
+          framePolishSteps,
+        },
+        evaluation: { ...base.evaluation, temperature: 1 },
+      })
+      const polished = await microWarmstart(engine, config(2))
+      const unpolished = await microWarmstart(engine, config(0))
+      assert.equal(unpolished.stats.polishCheck, null)
+      assert.equal((await microWarmstart(engine, config(2, 1, 0))).stats.polishCheck, null)
+      const p = polished.stats.polishCheck
+      assert.ok(p)
+      // "before" is the kept step's weights (= the unpolished run's checkpoint), "after" the returned ones
+      const input = microWarmstartInput(config(2))
+      assert.deepEqual(p.before, await polishCheck(loadPolicy(engine, unpolished.checkpoint), input))
+      assert.deepEqual(p.after, await polishCheck(loadPolicy(engine, polished.checkpoint), input))
+      assert.ok(p.before.invalidRate < 1)
+      assert.notDeepEqual(p.before, p.after)
     } finally {
       await engine.close()
     }

@@ -316,7 +316,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     seed: mixSeed(input.seed, 0xbc),
     checkEvery: ws.evalEvery,
     check: async (step) => {
-      const r = await validationSuccess(policy, input, step)
+      const r = (await validation(policy, input, step)).successRate
       checks.push({ step, successRate: r })
       if (ws.keepBest && (kept.best === null || r >= kept.best.successRate)) {
         kept.best = { step, successRate: r, weights: copyWeights(policy.model.weights) }
@@ -403,10 +403,6 @@ function validation(policy: Policy, input: WarmstartInput, step: number, tasks =
     prompt: input.prompt,
     seed: mixSeed(input.seed, 0xe7a1, step),
   })
-}
-
-async function validationSuccess(policy: Policy, input: WarmstartInput, step: number): Promise<number> {
-  return (await validation(policy, input, step)).successRate
 }
 
 /**

@@ -84,8 +84,8 @@ export async function runCommand(configPath: string | undefined, options: { runI
     if (uiUrl) say(`Web UI: ${uiUrl}/namespaces/${target.namespace}/workflows/${encodeURIComponent(runId)}`)
     // The workflow first, the worker after: a worker that was created but never ran holds the connection for
     // good (the SDK refuses to close it), so a refused start must come before any worker exists.
+    say(`starting workflow seedRun ${runId}`)
     const handle = await startRun(client, runId, config, target.connectionOptions.address)
-    say(`starting a worker on task queues ${Object.values(TASK_QUEUES).join(', ')} for workflow seedRun ${runId}`)
     let local: LocalWorker
     try {
       local = await createLocalWorker({
@@ -98,6 +98,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
       await handle.terminate(reason.slice(0, 1000)).catch(() => {})
       throw new CliError(`${reason} (run ${runId} terminated)`)
     }
+    say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}`)
     try {
       const watcher = watchRun(client, runId, say)
       // The watcher stops as soon as the workflow closes, while the worker still runs: a query sent after the

@@ -1,6 +1,11 @@
 // `seedflow status <run>`: where a run is (phase, iteration k of K with a progress bar), its evaluations, and
 // what the operator needs to know: paused, awaiting an operator with the failure, hyperparameter changes.
-import { type WorkflowExecutionDescription, WorkflowFailedError } from '@temporalio/client'
+import {
+  ActivityFailure,
+  ChildWorkflowFailure,
+  type WorkflowExecutionDescription,
+  WorkflowFailedError,
+} from '@temporalio/client'
 import { bounded } from '../infra/bounded-text.ts'
 import { iterationStatusQuery } from '../workflows/operator.ts'
 import { type RunStatus, type SeedRunResult, statusQuery } from '../workflows/seed-run.ts'
@@ -158,15 +163,29 @@ export function formatResult(result: SeedRunResult): string[] {
   return lines
 }
 
-/** The lines of a failed, terminated, cancelled or timed-out run: each failure of the chain, type and message (pure). */
+/**
+ * The lines of a failed, terminated, cancelled or timed-out run (pure): the failure that ended it, type and
+ * message, with the activity or iteration it came from; the wrappers (activity, child workflow) are not shown.
+ */
 export function formatFailure(error: unknown): string[] {
   const lines: string[] = []
+  const where: string[] = []
   let e: unknown = error instanceof WorkflowFailedError ? error.cause : error
-  for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
+  for (let shown = 0; e instanceof Error && shown < 4; e = e.cause) {
+    if (e instanceof ActivityFailure) {
+      where.push(e.activityType)
+      continue
+    }
+    if (e instanceof ChildWorkflowFailure) {
+      where.push(e.execution?.workflowId ?? e.workflowType)
+      continue
+    }
     const type = (e as { type?: string | null }).type ?? e.name
+    const at = shown === 0 && where.length > 0 ? ` in ${where.join(' → ')}` : ''
     const [first = '', ...rest] = bounded(e.message).split('\n')
-    lines.push(`  ${depth === 0 ? 'failure' : 'cause  '}     ${type}: ${first}`)
+    lines.push(`  ${shown === 0 ? 'failure' : 'cause  '}     ${type}${at}: ${first}`)
     for (const line of rest) lines.push(`    ${line}`)
+    shown++
   }
   if (lines.length === 0) lines.push(`  failure     ${bounded(String(error))}`)
   return lines

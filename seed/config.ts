@@ -521,8 +521,11 @@ export function issueProblems(schema: unknown, input: unknown, issues: readonly 
   const lines = issues.flatMap((issue) => {
     if (issue.code === 'unrecognized_keys')
       return (issue.keys ?? []).map((key) => unknownFieldProblem(schema, input, issue.path, key))
-    if (issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(input, issue.path) === undefined)
-      return [`${dottedPath(issue.path)}: missing (expected ${issue.expected ?? 'a value'})`]
+    if (issue.path.length > 0 && valueAt(input, issue.path) === undefined) {
+      if (issue.code === 'invalid_type')
+        return [`${dottedPath(issue.path)}: missing (expected ${issue.expected ?? 'a value'})`]
+      return [`${dottedPath(issue.path)}: missing; ${issue.message}`]
+    }
     return [`${dottedPath(issue.path)}: ${issue.message}`]
   })
   return boundProblems(lines)

@@ -19,7 +19,7 @@ import {
 } from '../../seed/config.ts'
 import { checkOverrides } from '../../seed/hyperparameters.ts'
 import { microConfig, microImportedConfig } from '../activities/core/micro.ts'
-import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs } from './malformed-configs.ts'
+import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs, namesPath } from './malformed-configs.ts'
 
 /** The longest a bounded problem line can be: the cut plus its marker. */
 const LONGEST_LINE = MAX_PROBLEM_LENGTH + '… (99999999 more characters)'.length
@@ -27,13 +27,6 @@ const LONGEST_LINE = MAX_PROBLEM_LENGTH + '… (99999999 more characters)'.lengt
 function problemsOf(input: unknown): string[] {
   const r = parseRunConfig(input)
   return r.ok ? [] : r.problems
-}
-
-/** Whether `problem` is about `path` (the path itself or a field below it). */
-function names(problem: string, path: FieldPath): boolean {
-  const p = dottedPath(path)
-  if (path.length === 0) return problem.startsWith('(root): ')
-  return problem.startsWith(`${p}: `) || problem.startsWith(`${p}.`) || problem.startsWith(`${p}[`)
 }
 
 const clone = <T>(v: T): T => structuredClone(v)
@@ -101,7 +94,7 @@ describe('run config fuzzing', () => {
       if (!rootReplaced && problems.some((p) => p.startsWith('(root)')))
         failures.push(`${what}: a (root) problem: ${problems.join(' | ')}`)
       for (const path of c.paths) {
-        if (!problems.some((p) => names(p, path)))
+        if (!problems.some((p) => namesPath(p, path)))
           failures.push(`${what}: nothing about ${dottedPath(path)} in ${problems.join(' | ').slice(0, 600)}`)
       }
       c.kinds.forEach((kind, i) => {

@@ -6,7 +6,7 @@
 // (negative, beyond the maximum, non-integers, huge), huge strings, values nested 1000 deep, arrays where objects
 // are expected, null. Every generated config survives a JSON round trip (no NaN, no Infinity).
 import { z } from 'zod'
-import { cpuSokobanPreset, type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
+import { cpuSokobanPreset, dottedPath, type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
 
 export type FieldPath = (string | number)[]
 
@@ -36,6 +36,13 @@ export type MutationKind =
   | 'array-for-object'
   | 'null'
   | 'root'
+
+/** Whether a problem line (`path: reason`) is about `path`: the path itself or a field below it. */
+export function namesPath(problem: string, path: FieldPath): boolean {
+  if (path.length === 0) return problem.startsWith('(root): ')
+  const p = dottedPath(path)
+  return problem.startsWith(`${p}: `) || problem.startsWith(`${p}.`) || problem.startsWith(`${p}[`)
+}
 
 /** The valid bases the mutations start from (the test checks that each parses). */
 export function baseConfigs(): { builtin: RunConfig; imported: RunConfig } {
@@ -153,7 +160,7 @@ function put(root: { value: unknown }, path: FieldPath, value: unknown): void {
   else setOwn(parentOf(root, path), path[path.length - 1] as string, value)
 }
 
-const show = (path: FieldPath) => (path.length === 0 ? '(root)' : path.join('.'))
+const show = dottedPath
 
 class Generator {
   constructor(readonly random: () => number) {}
@@ -330,7 +337,7 @@ function mutation(g: Generator, base: RunConfig, sites: Site[]): Mutation {
     return {
       kind: 'huge-string',
       path: site.path,
-      description: `${show(site.path)}: a string of ${value.length} characters`,
+      description: `${show(site.path)}: a string of ${[...value].length} characters`,
       section: section(site.path),
       apply: (root) => put(root, site.path, value),
     }
@@ -415,8 +422,10 @@ export function malformedConfigs(count = 1000, seed = 16): MalformedConfig[] {
  * each mutation class in turn, then the next of each, and always one with a 1.5 MiB string.
  */
 export function entryPointSample(n = 20, seed = 16): MalformedConfig[] {
-  const all = malformedConfigs(400, seed)
-  const huge = all.find((c) => c.description.some((d) => d.includes(`${HUGE_STRING_LENGTH} characters`)))
+  const all = malformedConfigs(1000, seed)
+  // under Temporal's 2 MB payload limit (a 1.5 Mi-character emoji string is 6 MB of UTF-8)
+  const fits = (c: MalformedConfig) => Buffer.byteLength(JSON.stringify(c.config)) < 1_800_000
+  const huge = all.find((c) => fits(c) && c.description.some((d) => d.includes(`${HUGE_STRING_LENGTH} characters`)))
   const byKind = new Map<MutationKind, MalformedConfig[]>()
   for (const c of all) {
     const kind = c.kinds.length > 1 ? undefined : c.kinds[0]
@@ -425,11 +434,11 @@ export function entryPointSample(n = 20, seed = 16): MalformedConfig[] {
   const out: MalformedConfig[] = huge ? [huge] : []
   for (let round = 0; out.length < n && round < 10; round++) {
     for (const list of byKind.values()) {
-      const c = list[round]
+      const c = list.filter(fits)[round]
       if (c && out.length < n && !out.includes(c)) out.push(c)
     }
   }
-  const combined = all.find((c) => c.kinds.length > 1)
+  const combined = all.find((c) => c.kinds.length > 1 && fits(c))
   if (combined && out.length < n + 1 && !out.includes(combined)) out.push(combined)
   return out
 }

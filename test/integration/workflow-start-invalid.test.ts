@@ -12,12 +12,19 @@ import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client'
 import { toolPaths } from '../../infra/tools.ts'
+import { MAX_PATH_LENGTH } from '../../seed/config.ts'
 import { listAll } from '../../store/artifact-store.ts'
 import { keys } from '../../store/keys.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
-import { entryPointSample, type MalformedConfig, namesPath } from '../seed/malformed-configs.ts'
+import {
+  baseConfigs,
+  entryPointSample,
+  HUGE_STRING_LENGTH,
+  type MalformedConfig,
+  namesPath,
+} from '../seed/malformed-configs.ts'
 import { type PipelineHarness, startPipeline } from './pipeline-harness.ts'
 import { testServers } from './servers.ts'
 
@@ -76,8 +83,19 @@ async function runKeys(harness: PipelineHarness, runId: string): Promise<string[
   return out
 }
 
-/** The generated malformed configs both entry points get. */
-const SAMPLE = entryPointSample(20)
+/** The generated malformed configs both entry points get, and a 1.5 MB model folder alone (the issue's case). */
+const HUGE_FOLDER: MalformedConfig = (() => {
+  const imported = baseConfigs().imported
+  return {
+    index: -1,
+    kinds: ['huge-string'],
+    description: [`imported base: model.folder: a string of ${HUGE_STRING_LENGTH} characters`],
+    paths: [['model', 'folder']],
+    config: { ...imported, model: { ...imported.model, folder: 'x'.repeat(HUGE_STRING_LENGTH) } },
+  }
+})()
+const SAMPLE = [...entryPointSample(18), HUGE_FOLDER]
+const HUGE_FOLDER_PROBLEM = `model.folder: at most ${MAX_PATH_LENGTH} characters, got ${HUGE_STRING_LENGTH}`
 
 async function failureOf(client: Client, workflowId: string): Promise<{ message: string; type?: string }> {
   const error = await client.workflow
@@ -130,7 +148,7 @@ describe('malformed run input (real Temporal CLI, real dev server)', () => {
   })
 
   it(`fails ${SAMPLE.length} generated malformed configs at once, naming their field paths, writing nothing`, async () => {
-    assert.ok(SAMPLE.length >= 20)
+    assert.ok(SAMPLE.length >= 19)
     const problems: string[] = []
     await pool(SAMPLE, 4, async (c) => {
       const workflowId = `start-fuzz-${process.pid}-${c.index}`
@@ -145,6 +163,8 @@ describe('malformed run input (real Temporal CLI, real dev server)', () => {
       const missing = missingPaths(c, failure.message.split('\n'))
       if (missing.length > 0) problems.push(`${what}: no ${missing.join(', ')} in ${failure.message.slice(0, 500)}`)
       if (failure.message.length > 20_000) problems.push(`${what}: a failure of ${failure.message.length} characters`)
+      if (c === HUGE_FOLDER && failure.message !== `invalid run config:\n${HUGE_FOLDER_PROBLEM}`)
+        problems.push(`${what}: failed with ${failure.message.slice(0, 500)}`)
       if (seconds > 30) problems.push(`${what}: failed after ${seconds} s`)
       const written = await runKeys(harness, workflowId)
       if (written.length > 0) problems.push(`${what}: wrote ${written.join(', ')}`)
@@ -194,6 +214,7 @@ describe('malformed run input (real Temporal CLI, real dev server)', () => {
       const missing = missingPaths(c, lines)
       if (missing.length > 0) problems.push(`${what}: no ${missing.join(', ')} in ${r.err.slice(0, 500)}`)
       if (r.err.length > 20_000) problems.push(`${what}: ${r.err.length} characters on stderr`)
+      if (c === HUGE_FOLDER && !lines.includes(HUGE_FOLDER_PROBLEM)) problems.push(`${what}: ${r.err.slice(0, 500)}`)
       if (r.out.includes('starting workflow')) problems.push(`${what}: started a workflow: ${r.out}`)
       const left = await readdir(artifacts).catch(() => [])
       if (left.length > 0) problems.push(`${what}: wrote ${left.join(', ')} in ${artifacts}`)

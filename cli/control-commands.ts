@@ -2,6 +2,7 @@
 // sent to a running run. retry is an update: a run that is not waiting for an operator, or bad overrides, are
 // rejected with the reason (every bad field path) and change nothing.
 import { WorkflowUpdateFailedError } from '@temporalio/client'
+import { bounded } from '../infra/bounded-text.ts'
 import {
   abortSignal,
   pauseSignal,
@@ -74,7 +75,46 @@ export async function resumeCommand(runId: string): Promise<void> {
   say(`run ${runId}: resumed`)
 }
 
-export async function abortCommand(runId: string, options: { reason?: string }): Promise<void> {
-  await withRun(runId, (run) => run.handle.signal(abortSignal, { reason: options.reason ?? 'aborted by the operator' }))
-  say(`run ${runId}: aborting; it ends after the running phase (\`seedflow status ${runId}\` shows when)`)
+export async function abortCommand(runId: string, options: { reason?: string; now?: boolean }): Promise<void> {
+  const reason = options.reason ?? 'aborted by the operator'
+  const retrying = await withRun(runId, async (run) => {
+    const found = await retryingActivity(run)
+    const now = options.now === true || found !== undefined
+    await run.handle.signal(abortSignal, { reason, ...(now ? { now } : {}) })
+    return found
+  })
+  if (retrying)
+    say(
+      `run ${runId}: aborting; its ${retrying.activity} is retrying after failures (attempt ${retrying.attempt}` +
+        `${retrying.failure ? `, last failure: ${retrying.failure}` : ''}), so it is cancelled now; finished shards stay in the store`,
+    )
+  else if (options.now)
+    say(`run ${runId}: aborting now; the running phase is cancelled (finished shards stay in the store)`)
+  else say(`run ${runId}: aborting; it ends after the running phase (\`seedflow status ${runId}\` shows when)`)
+}
+
+/** An activity of the run, or of its running iteration child, that has failed before and is being retried. */
+async function retryingActivity(
+  run: RunClient,
+): Promise<{ activity: string; attempt: number; failure: string | undefined } | undefined> {
+  const description = await run.handle.describe()
+  const children = (description.raw.pendingChildren ?? []).map((c) => c.workflowId).filter((id) => !!id)
+  const pending = [...(description.raw.pendingActivities ?? [])]
+  for (const id of children) {
+    const child = await run.client.workflow
+      .getHandle(id as string)
+      .describe()
+      .catch(() => undefined)
+    pending.push(...(child?.raw.pendingActivities ?? []))
+  }
+  for (const a of pending) {
+    const attempt = a.attempt ?? 1
+    if (attempt > 1 || a.lastFailure)
+      return {
+        activity: a.activityType?.name ?? 'activity',
+        attempt,
+        failure: a.lastFailure?.message ? bounded(a.lastFailure.message.split('\n')[0] ?? '', 200) : undefined,
+      }
+  }
+  return undefined
 }

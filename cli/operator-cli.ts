@@ -42,8 +42,14 @@ export function addOperatorCommands(program: Command): void {
     .action(resumeCommand)
   program
     .command('abort')
-    .description('end a run cleanly after its running phase (also a run that awaits an operator)')
+    .description(
+      'end a run cleanly after its running phase (also a run that awaits an operator; a phase retrying after failures is cancelled)',
+    )
     .argument(...RUN)
     .option('--reason <text>', 'recorded as the run result')
+    .option(
+      '--now',
+      'cancel the running phase instead of letting it finish (done anyway when it is retrying after failures); finished shards stay',
+    )
     .action(abortCommand)
 }

@@ -5,9 +5,11 @@ import { type Client, type WorkflowExecutionDescription, WorkflowNotFoundError }
 import { defaultPayloadConverter } from '@temporalio/common'
 import type { PhaseProgress } from '../activities/pipeline.ts'
 import { type Evaluation, type RunStatus, statusQuery } from '../workflows/seed-run.ts'
+import { operatorHint } from './operator-hints.ts'
 
 export interface RunWatcher {
-  stop(): Promise<void>
+  /** Stops polling; `final`: the run's evaluations (its result), whose lines the polls have not printed yet. */
+  stop(final?: readonly Evaluation[]): Promise<void>
 }
 
 const percent = (x: number) => `${(100 * x).toFixed(1)}%`
@@ -76,7 +78,7 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
     if (wait) {
       line =
         `awaiting an operator: ${wait.type} in ${wait.phase} (iteration ${wait.iteration}): ${wait.message.split('\n')[0]}` +
-        ` — then \`seedflow retry ${runId}\` or \`seedflow abort ${runId}\``
+        ` — then: ${operatorHint(wait.type, runId)}`
     } else if (status.phase === 'iteration') {
       const child = `${runId}/iter-${status.iteration}`
       const phase = (await childPhase(client, child)) ?? 'starting'
@@ -89,6 +91,7 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
     last = line
   }
 
+  let wake: () => void = () => {}
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -97,19 +100,25 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
       } catch (error) {
         if (++failures === 3) print(`progress unavailable: ${(error as Error).message}`)
       }
-      await new Promise((resolve) => setTimeout(resolve, intervalMs))
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, intervalMs)
+        wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
     }
   })()
 
   return {
-    async stop() {
+    async stop(final) {
       stopped = true
+      wake()
       await loop
-      try {
-        await poll() // the last evaluations
-      } catch {
-        // the run is over; nothing more to show
-      }
+      // the evaluations the polls missed, from the run's result: no query (a closed workflow's query needs a
+      // worker to replay it, and the caller's may be shutting down)
+      for (const e of final?.slice(evaluationsShown) ?? [])
+        print(`[${clock()}] evaluation ${e.label}: ${formatEvaluation(e)}`)
     },
   }
 }

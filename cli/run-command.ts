@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client'
+import { Client, Connection, type ConnectionOptions, WorkflowExecutionAlreadyStartedError } from '@temporalio/client'
 import { DefaultLogger, Runtime, type RuntimeOptions } from '@temporalio/worker'
+import { boundedMessage } from '../infra/bounded-text.ts'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
 import { cpuSokobanPreset, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -8,10 +9,11 @@ import { storeFromEnv } from '../store/from-env.ts'
 import { FsArtifactStore } from '../store/fs-store.ts'
 import { assertValidRunId } from '../store/keys.ts'
 import { type TemporalTarget, temporalTarget } from '../workers/connection.ts'
-import { createLocalWorker } from '../workers/local.ts'
+import { createLocalWorker, type LocalWorker } from '../workers/local.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
 import { type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
 import { formatEvaluation, watchRun } from './progress.ts'
+import { CliError } from './run-client.ts'
 
 export function say(line: string): void {
   process.stdout.write(`seedflow: ${line}\n`)
@@ -76,39 +78,74 @@ export async function runCommand(configPath: string | undefined, options: { runI
   const store = storeFromEnv(localPaths().artifacts)
   say(`artifacts in ${store.location}`)
   quietRuntime()
-  const local = await createLocalWorker({
-    connectionOptions: target.connectionOptions,
-    namespace: target.namespace,
-    store,
-  })
   const connection = await Connection.connect(target.connectionOptions as ConnectionOptions)
   try {
     const client = new Client({ connection, namespace: target.namespace })
     if (uiUrl) say(`Web UI: ${uiUrl}/namespaces/${target.namespace}/workflows/${encodeURIComponent(runId)}`)
-    say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}; starting workflow seedRun ${runId}`)
-    const handle = await client.workflow.start(seedRun, {
+    // The workflow first, the worker after: a worker that was created but never ran holds the connection for
+    // good (the SDK refuses to close it), so a refused start must come before any worker exists.
+    say(`starting workflow seedRun ${runId}`)
+    const handle = await startRun(client, runId, config, target.connectionOptions.address)
+    let local: LocalWorker
+    try {
+      local = await createLocalWorker({
+        connectionOptions: target.connectionOptions,
+        namespace: target.namespace,
+        store,
+      })
+    } catch (error) {
+      const reason = `seedflow run could not start its worker: ${(error as Error).message}`
+      await handle.terminate(reason.slice(0, 1000)).catch(() => {})
+      throw new CliError(`${reason} (run ${runId} terminated)`)
+    }
+    say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}`)
+    try {
+      const watcher = watchRun(client, runId, say)
+      // The watcher stops as soon as the workflow closes, while the worker still runs: a query sent after the
+      // only worker has shut down would wait for one; the final evaluations come from the result.
+      const result = await local.runUntil(
+        handle.result().then(
+          async (r) => {
+            await watcher.stop(r.evaluations)
+            return r
+          },
+          async (error: unknown) => {
+            await watcher.stop()
+            throw error
+          },
+        ),
+      )
+      printSummary(
+        runId,
+        result,
+        config.model.kind === 'builtin' ? 'warm-start' : 'imported model',
+        store,
+        uiUrl ? `${uiUrl}/namespaces/${target.namespace}` : undefined,
+      )
+      if (!target.remote) say('the dev server keeps running for the Web UI; stop it with: npx seedflow down')
+    } finally {
+      await local.close()
+    }
+  } finally {
+    await connection.close()
+  }
+}
+
+/** Starts the seedRun workflow; a run of that id that is still running, or a refused start, is a CliError. */
+async function startRun(client: Client, runId: string, config: RunConfig, address: string | undefined) {
+  try {
+    return await client.workflow.start(seedRun, {
       taskQueue: TASK_QUEUES.control,
       workflowId: runId,
       args: [{ runId, config }],
     })
-    const watcher = watchRun(client, runId, say)
-    let result: SeedRunResult
-    try {
-      result = await local.runUntil(handle.result())
-    } finally {
-      await watcher.stop()
-    }
-    printSummary(
-      runId,
-      result,
-      config.model.kind === 'builtin' ? 'warm-start' : 'imported model',
-      store,
-      uiUrl ? `${uiUrl}/namespaces/${target.namespace}` : undefined,
-    )
-    if (!target.remote) say('the dev server keeps running for the Web UI; stop it with: npx seedflow down')
-  } finally {
-    await connection.close()
-    await local.close()
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError)
+      throw new CliError(
+        `a run named ${runId} is already running on ${address ?? 'the Temporal server'}: \`seedflow status ${runId}\` shows it ` +
+          '(a worker serves it: `seedflow worker`); start another with --run-id <id>',
+      )
+    throw new CliError(`Temporal refused to start run ${runId}: ${boundedMessage(error)}`)
   }
 }
 

@@ -1,7 +1,15 @@
 // `seedflow status <run>`: where a run is (phase, iteration k of K with a progress bar), its evaluations, and
 // what the operator needs to know: paused, awaiting an operator with the failure, hyperparameter changes.
+import {
+  ActivityFailure,
+  ChildWorkflowFailure,
+  type WorkflowExecutionDescription,
+  WorkflowFailedError,
+} from '@temporalio/client'
+import { bounded } from '../infra/bounded-text.ts'
 import { iterationStatusQuery } from '../workflows/operator.ts'
-import { type RunStatus, statusQuery } from '../workflows/seed-run.ts'
+import { type RunStatus, type SeedRunResult, statusQuery } from '../workflows/seed-run.ts'
+import { operatorHint } from './operator-hints.ts'
 import { formatEvaluation } from './progress.ts'
 import { CliError, connectToRun, type RunClient } from './run-client.ts'
 
@@ -59,22 +67,31 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
   const config = status.configSha256 ? `, config ${status.configSha256.slice(0, 12)}` : ''
   lines.push(`run ${status.runId}: ${status.algorithm ?? '(not planned yet)'}${config} — workflow ${workflow}`)
   const inIteration = status.phase === 'iteration' && child !== undefined
+  const childHeld = inIteration && child.held
+  const held = status.paused && (status.held || childHeld) // a hold ends with the pause
+  // held: the phase shown is the one that starts on resume, not one that runs
+  const next = childHeld ? child.phase : (status.next ?? undefined)
   const where = inIteration ? `iteration ${status.iteration}: ${child.phase}` : status.phase
-  const held = status.held || (inIteration && child.held)
-  lines.push(`  phase       ${where}`)
+  const heldWhere = next ? `held before ${next}` : 'held between phases'
+  lines.push(
+    `  phase       ${held ? (inIteration ? `iteration ${status.iteration}: ${heldWhere}` : heldWhere) : where}`,
+  )
   lines.push(`  iterations  ${progressBar(status.iteration, status.iterations)}`)
-  if (status.paused)
+  if (status.aborted)
     lines.push(
-      `  paused      yes${held ? ', held between phases' : ', the running phase finishes first'} — resume with: seedflow resume ${status.runId}`,
+      `  aborting    ${status.aborted} — the run ends after its running phase (\`seedflow status\` shows when)`,
+    )
+  else if (status.paused)
+    lines.push(
+      `  paused      yes${held ? `, ${heldWhere}` : ', the running phase finishes first'} — resume with: seedflow resume ${status.runId}`,
     )
   const wait = status.awaitingOperator
   if (wait) {
     const at = wait.iteration >= 0 ? `iteration ${wait.iteration}` : 'before Stage 2'
     lines.push(`  AWAITING AN OPERATOR since ${wait.since}: ${wait.type} in ${wait.phase} (${at})`)
     for (const line of wait.message.split('\n')) lines.push(`    ${line}`)
-    lines.push(`    then: seedflow retry ${status.runId} [--set stage2.lr=1e-4]   or: seedflow abort ${status.runId}`)
+    lines.push(`    then: ${operatorHint(wait.type, status.runId)}`)
   }
-  if (status.aborted) lines.push(`  aborted     ${status.aborted}`)
   if (status.evaluations.length > 0) {
     lines.push('  evaluations')
     const width = Math.max(...status.evaluations.map((e) => e.label.length))
@@ -95,10 +112,81 @@ export async function statusCommand(runId: string): Promise<void> {
   try {
     const description = await run.handle.describe()
     const workflow = description.status.name
+    if (workflow !== 'RUNNING') {
+      // a closed run: its close event says how it ended; no query (that needs a worker to replay the run)
+      const { lines, failed } = await closedStatus(run, runId, description)
+      process.stdout.write(`${lines.join('\n')}\n`)
+      if (failed) process.exitCode = 1
+      return
+    }
     const status = await queryStatus(run, runId)
     const child = status.phase === 'iteration' ? await childOf(run, `${runId}/iter-${status.iteration}`) : undefined
     process.stdout.write(`${formatStatus(status, workflow, child).join('\n')}\n`)
   } finally {
     await run.close()
   }
+}
+
+/** A closed run from its close event: the result of a completed one, the failure (type, message) of the rest. */
+async function closedStatus(
+  run: RunClient,
+  runId: string,
+  description: WorkflowExecutionDescription,
+): Promise<{ lines: string[]; failed: boolean }> {
+  const workflow = description.status.name
+  const closed = description.closeTime ? ` at ${description.closeTime.toISOString()}` : ''
+  const lines = [`run ${runId}: workflow ${workflow}${closed}`]
+  let result: SeedRunResult
+  try {
+    result = await run.handle.result()
+  } catch (error) {
+    lines.push(...formatFailure(error))
+    return { lines, failed: true }
+  }
+  return { lines: [...lines, ...formatResult(result)], failed: false }
+}
+
+/** The lines of a completed run's result: outcome, evaluations, final checkpoint (pure). */
+export function formatResult(result: SeedRunResult): string[] {
+  const lines = [
+    result.outcome === 'aborted'
+      ? `  outcome     aborted: ${result.aborted ?? '(no reason given)'}`
+      : '  outcome     completed',
+  ]
+  if (result.evaluations.length > 0) {
+    lines.push('  evaluations')
+    const width = Math.max(...result.evaluations.map((e) => e.label.length))
+    for (const e of result.evaluations) lines.push(`    ${e.label.padEnd(width)}  ${formatEvaluation(e)}`)
+  }
+  if (result.checkpoint)
+    lines.push(`  checkpoint  ${result.checkpoint.prefix} (model sha256 ${result.checkpoint.sha256})`)
+  return lines
+}
+
+/**
+ * The lines of a failed, terminated, cancelled or timed-out run (pure): the failure that ended it, type and
+ * message, with the activity or iteration it came from; the wrappers (activity, child workflow) are not shown.
+ */
+export function formatFailure(error: unknown): string[] {
+  const lines: string[] = []
+  const where: string[] = []
+  let e: unknown = error instanceof WorkflowFailedError ? error.cause : error
+  for (let shown = 0; e instanceof Error && shown < 4; e = e.cause) {
+    if (e instanceof ActivityFailure) {
+      where.push(e.activityType)
+      continue
+    }
+    if (e instanceof ChildWorkflowFailure) {
+      where.push(e.execution?.workflowId ?? e.workflowType)
+      continue
+    }
+    const type = (e as { type?: string | null }).type ?? e.name
+    const at = shown === 0 && where.length > 0 ? ` in ${where.join(' → ')}` : ''
+    const [first = '', ...rest] = bounded(e.message).split('\n')
+    lines.push(`  ${shown === 0 ? 'failure' : 'cause  '}     ${type}${at}: ${first}`)
+    for (const line of rest) lines.push(`    ${line}`)
+    shown++
+  }
+  if (lines.length === 0) lines.push(`  failure     ${bounded(String(error))}`)
+  return lines
 }

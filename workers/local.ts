@@ -10,6 +10,7 @@ import { createActivities } from '../activities/index.ts'
 import type { PhaseCounters } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
+import { boundedFailures } from './bounded-failures.ts'
 import { TASK_QUEUES, type TaskQueueName } from './task-queues.ts'
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url))
@@ -88,7 +89,8 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       connection,
       namespace: options.namespace,
       activities,
-      ...(options.activityInterceptors ? { interceptors: { activity: options.activityInterceptors } } : {}),
+      // outermost first: every failure, also one another interceptor throws, leaves the worker bounded
+      interceptors: { activity: [boundedFailures, ...(options.activityInterceptors ?? [])] },
     }
     const model = {
       ...common,

@@ -10,7 +10,17 @@ import type { RunRef } from '../activities/pipeline-types.ts'
 
 export const pauseSignal = defineSignal('pause')
 export const resumeSignal = defineSignal('resume')
-export const abortSignal = defineSignal<[{ reason?: string }?]>('abort')
+/**
+ * Ends the run after its running phase; `now` cancels the running phase instead (`seedflow abort` sends it when
+ * that phase is retrying after failures, or with --now). Finished shards stay finished either way.
+ */
+export const abortSignal = defineSignal<[AbortRequest?]>('abort')
+
+export interface AbortRequest {
+  reason?: string
+  /** Cancel the running phase (its activities, the iteration child) instead of letting it finish. */
+  now?: boolean
+}
 /** Parent → child: the run's configuration changed; the next phases use this RunRef. */
 export const setRunSignal = defineSignal<[RunRef]>('setRun')
 

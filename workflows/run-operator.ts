@@ -5,8 +5,10 @@
 import { ActivityFailure, ChildWorkflowFailure } from '@temporalio/common'
 import {
   ApplicationFailure,
+  CancellationScope,
   type ChildWorkflowHandle,
   condition,
+  isCancellation,
   log,
   setHandler,
   startChild,
@@ -51,6 +53,8 @@ export class RunOperator {
   #retry = false
   #applying = false
   #child: ChildWorkflowHandle<typeof seedIteration> | null = null
+  /** The scope of the running phase (orWait's body), cancelled by an abort with `now`. */
+  #phase: CancellationScope | null = null
 
   constructor(
     /** The run's configuration as given (overrides are checked on top of it). */
@@ -82,6 +86,9 @@ export class RunOperator {
     })
     setHandler(abortSignal, async (request) => {
       this.aborted ??= { reason: request?.reason ?? 'aborted by the operator' }
+      // an abort ends a pause: the run no longer waits for a resume, it ends
+      Object.assign(status, { paused: false, aborted: this.aborted.reason })
+      if (request?.now) this.#phase?.cancel()
       await this.#forward(abortSignal, { reason: this.aborted.reason })
     })
     setHandler(setHyperparametersUpdate, (overrides) => this.#apply(overrides, 'setHyperparameters'), {
@@ -161,13 +168,13 @@ export class RunOperator {
     }
   }
 
-  /** A phase boundary of the parent: waits while paused; ends the run when aborted. */
-  async boundary(): Promise<void> {
+  /** A phase boundary of the parent before `next` (shown while held): waits while paused; ends the run when aborted. */
+  async boundary(next: string): Promise<void> {
     const { status } = this
     if (status.paused && !this.aborted) {
-      status.held = true
+      Object.assign(status, { held: true, next })
       await condition(() => !status.paused || this.aborted !== null)
-      status.held = false
+      Object.assign(status, { held: false, next: null })
     }
     if (this.aborted) throw new RunAborted(this.aborted.reason)
   }
@@ -207,8 +214,15 @@ export class RunOperator {
     const { status } = this
     for (;;) {
       try {
-        return await body()
+        const scope = new CancellationScope()
+        this.#phase = scope
+        try {
+          return await scope.run(body)
+        } finally {
+          this.#phase = null
+        }
       } catch (error) {
+        if (this.aborted && isCancellation(error)) throw new RunAborted(this.aborted.reason)
         if (!(error instanceof ChildWorkflowFailure || error instanceof ActivityFailure)) throw error
         const failure = describeFailure(error, iteration, new Date().toISOString())
         if (this.aborted || failure.type === ABORTED_TYPE) {
@@ -225,7 +239,7 @@ export class RunOperator {
         await condition(() => this.#retry || this.aborted !== null)
         Object.assign(status, { phase, awaitingOperator: null })
         if (!this.aborted) upsertSearchAttributes([{ key: SEED_PHASE, value: phase }]) // no longer listed as waiting
-        await this.boundary() // an abort while waiting ends the run here; a pause holds the retry
+        await this.boundary(phase) // an abort while waiting ends the run here; a pause holds the retry
       }
     }
   }

@@ -45,13 +45,15 @@ export interface RunStatus {
   paused: boolean
   /** True while the run itself waits at a phase boundary because it is paused (the iteration child has its own). */
   held: boolean
+  /** While held: the phase that starts on resume (absent in runs from before it was recorded). */
+  next?: string | null
   /** Why the run waits for an operator (`retryIteration` or `abort`); null when it does not. */
   awaitingOperator: OperatorWait | null
   /** Accepted hyperparameter changes, oldest first. */
   hyperparameters: HyperparameterChange[]
   /** The configuration hash the next phases run under (null before the run is planned). */
   configSha256: string | null
-  /** Why the run was aborted, once it was. */
+  /** Why the run was aborted, once the operator asked (it ends after the running phase, or cancels it). */
   aborted: string | null
 }
 
@@ -109,6 +111,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     evaluations: carried?.evaluations ?? [],
     paused: false,
     held: false,
+    next: null,
     awaitingOperator: null,
     hyperparameters: [],
     configSha256: null,
@@ -132,7 +135,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     const first = state.iteration
     const row = ALGORITHMS[state.plan.algorithm]
     while (row.rl && state.iteration < state.plan.iterations) {
-      await operator.boundary()
+      await operator.boundary(`iteration ${state.iteration}`)
       const k = state.iteration
       Object.assign(status, { phase: 'iteration', iteration: k })
       const analyzer =
@@ -146,7 +149,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       const last = state.iteration === state.plan.iterations
       status.iteration = state.iteration
       if (last || state.iteration % state.plan.evalEvery === 0) {
-        await operator.boundary()
+        await operator.boundary('evaluate')
         await operator.orWait(k, () => evaluate(s, operator, `iteration ${k}`, k, status))
       }
       if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
@@ -196,7 +199,7 @@ async function start(input: SeedRunInput, status: RunStatus, operator: RunOperat
   const row = ALGORITHMS[plan.algorithm]
   const { rolloutQueue, trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
-  await operator.boundary()
+  await operator.boundary('prepare')
   const base = await operator.orWait(-1, () => trainQueue.prepare({ run: current() }))
   const state: RunState = {
     run,
@@ -208,22 +211,22 @@ async function start(input: SeedRunInput, status: RunStatus, operator: RunOperat
     evaluations: status.evaluations,
   }
   if (needsLibrary(row) && !needsStage1(row)) {
-    await operator.boundary()
+    await operator.boundary('annotate')
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
     status.phase = 'annotate'
     await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: base.checkpoint }))
   }
-  await operator.boundary()
+  await operator.boundary('evaluate')
   await operator.orWait(-1, () => evaluate(state, operator, 'base', -1, status))
   if (needsStage1(row)) {
-    await operator.boundary()
+    await operator.boundary('stage1')
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
     status.phase = 'stage1'
     const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base: base.checkpoint }))
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
-    await operator.boundary()
+    await operator.boundary('evaluate')
     await operator.orWait(-1, () => evaluate(state, operator, 'stage 1', -1, status))
   }
   return state

@@ -3,8 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client'
 import { parseAssignment, readOverrides } from '../../cli/overrides.ts'
-import { formatStatus, progressBar } from '../../cli/status-command.ts'
+import { formatFailure, formatResult, formatStatus, progressBar } from '../../cli/status-command.ts'
 import type { RunStatus } from '../../workflows/seed-run.ts'
 
 describe('seedflow retry overrides', () => {
@@ -98,7 +99,58 @@ describe('seedflow status', () => {
       phase: 'update',
       held: true,
     }).join('\n')
-    assert.match(heldChild, /phase +iteration 1: update/)
-    assert.match(heldChild, /paused +yes, held between phases/)
+    assert.match(heldChild, /phase +iteration 1: held before update/)
+    assert.match(heldChild, /paused +yes, held before update/)
+    assert.doesNotMatch(heldChild, /phase +iteration 1: update/)
+    const heldRun = formatStatus({ ...status, next: 'evaluate', awaitingOperator: null }, 'RUNNING').join('\n')
+    assert.match(heldRun, /phase +held before evaluate/)
+    assert.match(heldRun, /paused +yes, held before evaluate/)
+  })
+
+  it('after an abort of a paused run, says it is aborting, not paused', () => {
+    // the workflow clears `paused` and records the reason when the abort signal arrives
+    const text = formatStatus(
+      { ...status, paused: false, held: false, awaitingOperator: null, aborted: 'enough' },
+      'RUNNING',
+    ).join('\n')
+    assert.match(text, /aborting +enough — the run ends after its running phase/)
+    assert.doesNotMatch(text, /paused/)
+  })
+
+  it('gives the hint that fits the failure', () => {
+    const wait = status.awaitingOperator as NonNullable<RunStatus['awaitingOperator']>
+    const hint = (type: string) =>
+      formatStatus({ ...status, awaitingOperator: { ...wait, type } }, 'RUNNING').join('\n')
+    assert.match(hint('NonFiniteLossError'), /seedflow retry r1 --set stage2\.lr=<smaller>/)
+    for (const type of ['ModelImportError', 'StoreUnavailableError', 'IntegrityError', 'StoreAccessError']) {
+      assert.doesNotMatch(hint(type), /stage2\.lr/, type)
+      assert.match(hint(type), /seedflow retry r1 +or: seedflow abort r1/, type)
+    }
+    assert.match(hint('ModelImportError'), /model folder/)
+    assert.match(hint('StoreUnavailableError'), /artifact store/)
+    assert.match(hint('IntegrityError'), /seedflow audit r1/)
+  })
+
+  it('shows how a closed run ended: the failure chain of a failed one, the result of a completed one', () => {
+    const cause = new ApplicationFailure('invalid run input:\nstage2.lr: Too small\nseed: Required', 'InvalidRunConfig')
+    const failed = formatFailure(new WorkflowFailedError('Workflow execution failed', cause, 'NON_RETRYABLE_FAILURE'))
+    assert.deepEqual(failed, [
+      '  failure     InvalidRunConfig: invalid run input:',
+      '    stage2.lr: Too small',
+      '    seed: Required',
+    ])
+    const huge = formatFailure(new WorkflowFailedError('x', new ApplicationFailure('y'.repeat(1e6), 'Big'), undefined))
+    assert.ok(huge.join('\n').length < 5000)
+    assert.match(huge[0] ?? '', /more characters cut\)$/)
+    const done = formatResult({
+      runId: 'r1',
+      checkpoint: { prefix: 'runs/r1/iterations/0003/checkpoint/', sha256: 'ab'.repeat(32) },
+      evaluations: status.evaluations,
+      outcome: 'aborted',
+      aborted: 'enough',
+    } as never).join('\n')
+    assert.match(done, /outcome +aborted: enough/)
+    assert.match(done, /base +25\.0% ± 10\.0% \(8 tasks\)/)
+    assert.match(done, /checkpoint +runs\/r1\/iterations\/0003\/checkpoint\//)
   })
 })

@@ -1,24 +1,37 @@
-// The `seedflow` binary as a user runs it: a child process with its exit code, stdout and stderr.
+// The `seedflow` binary as a user runs it: a child process with its exit code, stdout and stderr, its pid, and
+// when each stdout line arrived (Date.now()).
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 
-export function seedflow(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ code: number | null; out: string; err: string }> {
+export interface SeedflowResult {
+  code: number | null
+  out: string
+  err: string
+  pid: number | undefined
+  /** Each complete stdout line with the time it was read. */
+  lines: { at: number; text: string }[]
+}
+
+export function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<SeedflowResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
     let out = ''
     let err = ''
+    let partial = ''
+    const lines: SeedflowResult['lines'] = []
     child.stdout.on('data', (d) => {
       out += d
+      const at = Date.now()
+      const parts = (partial + d).split('\n')
+      partial = parts.pop() ?? ''
+      for (const text of parts) lines.push({ at, text })
     })
     child.stderr.on('data', (d) => {
       err += d
     })
     child.on('error', reject)
-    child.on('close', (code) => resolve({ code, out, err }))
+    child.on('close', (code) => resolve({ code, out, err, pid: child.pid, lines }))
   })
 }

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { Client, Connection } from '@temporalio/client'
 import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
 import { testServers } from './servers.ts'
@@ -13,8 +14,11 @@ import { testServers } from './servers.ts'
 describe('seedflow run (CLI, real dev server, folder store)', () => {
   let dir: string
   let env: NodeJS.ProcessEnv
+  let connection: Connection | undefined
+  const client = () => new Client({ connection: connection as Connection })
 
-  before(() => {
+  before(async () => {
+    connection = await Connection.connect({ address: testServers().temporalAddress })
     dir = mkdtempSync(join(tmpdir(), 'seedflow-cli-run-'))
     env = {
       TEMPORAL_ADDRESS: testServers().temporalAddress,
@@ -23,7 +27,10 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     }
   })
 
-  after(() => rmSync(dir, { recursive: true, force: true }))
+  after(async () => {
+    rmSync(dir, { recursive: true, force: true })
+    await connection?.close()
+  })
 
   it('runs a micro seedRun with progress lines and prints warm-start, Stage-1 and final success', async () => {
     const c = microConfig('seed')
@@ -41,6 +48,12 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     for (const label of ['warm-start', 'stage 1', 'iteration 1 \\(final\\)'])
       assert.match(table, new RegExp(`\\n  ${label} +\\d+\\.\\d% ± \\d+\\.\\d% \\(4 tasks\\)`))
     assert.match(r.out, new RegExp(`artifacts: .*/runs/${runId}/`))
+    // the table follows the workflow's close at once (no status query left waiting for a worker that has gone)
+    const closed = (await client().workflow.getHandle(runId).describe()).closeTime
+    const tableLine = r.lines.find((l) => l.text.startsWith(`held-out success of run ${runId}:`))
+    assert.ok(closed && tableLine)
+    const lag = (tableLine.at - closed.getTime()) / 1000
+    assert.ok(lag < 2, `the table came ${lag.toFixed(1)} s after the workflow closed`)
   })
 
   it('rejects an invalid file with every bad field path, before starting anything', async () => {

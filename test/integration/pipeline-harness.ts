@@ -2,7 +2,7 @@
 // the test servers (its own S3 prefix, a one-thread engine, phase counters), a client, and readers of what a
 // run left in the store.
 import { Client, Connection } from '@temporalio/client'
-import { DefaultLogger, Runtime } from '@temporalio/worker'
+import { type ActivityInterceptorsFactory, DefaultLogger, Runtime } from '@temporalio/worker'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
 import type { AlgorithmRow } from '../../seed/algorithms.ts'
@@ -25,8 +25,14 @@ export interface PipelineHarness {
   close(): Promise<void>
 }
 
-/** Workers for all three task queues (2 episodes per rollout shard), storing under `prefix`. */
-export async function startPipeline(prefix: string): Promise<PipelineHarness> {
+/**
+ * Workers for all three task queues (2 episodes per rollout shard), storing under `prefix`; `activityInterceptors`
+ * inside the worker's own (tests that make activities fail).
+ */
+export async function startPipeline(
+  prefix: string,
+  options: { activityInterceptors?: ActivityInterceptorsFactory[] } = {},
+): Promise<PipelineHarness> {
   Runtime.install({ logger: new DefaultLogger('WARN') })
   const { temporalAddress } = testServers()
   const store = testS3Store(prefix)
@@ -39,6 +45,7 @@ export async function startPipeline(prefix: string): Promise<PipelineHarness> {
     engine,
     counters,
     episodesPerShard: 2,
+    ...(options.activityInterceptors ? { activityInterceptors: options.activityInterceptors } : {}),
   })
   const running = local.workers.map((w) => w.run())
   const connection = await Connection.connect({ address: temporalAddress })

@@ -4,6 +4,7 @@
 // validate a config at start. The environment names and step caps are mirrored here and kept equal to
 // `envs/` by a test.
 import { z } from 'zod'
+import { bounded } from '../infra/bounded-text.ts'
 import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
 
 /** The environments of `envs/ENVS` (a test checks the two agree). */
@@ -337,7 +338,7 @@ export function parseRunConfig(input: unknown): ParsedRunConfig {
 
 // ---- problems: field paths, unknown fields and their suggestions, bounded lines ----
 
-/** Longest line of a refusal before it is cut (`… (N more characters)`). */
+/** Longest line of a refusal before it is cut (`… (N more characters cut)`). */
 export const MAX_PROBLEM_LENGTH = 300
 /** Most problems a refusal lists; the rest are counted in a last line. */
 export const MAX_PROBLEMS = 50
@@ -368,18 +369,9 @@ export function dottedPath(path: readonly PropertyKey[]): string {
   return out
 }
 
-/** `text` cut to `max` characters, the cut marked with how much was left out. */
-export function boundLine(text: string, max = MAX_PROBLEM_LENGTH): string {
-  if (text.length <= max) return text
-  let end = max
-  const code = text.charCodeAt(end - 1)
-  if (code >= 0xd800 && code <= 0xdbff) end-- // do not split a surrogate pair
-  return `${text.slice(0, end)}… (${text.length - end} more characters)`
-}
-
 /** Every line bounded, at most MAX_PROBLEMS of them (a last line counts the rest). */
 export function boundProblems(problems: readonly string[]): string[] {
-  const shown = problems.slice(0, MAX_PROBLEMS).map((p) => boundLine(p))
+  const shown = problems.slice(0, MAX_PROBLEMS).map((p) => bounded(p, MAX_PROBLEM_LENGTH))
   if (problems.length > MAX_PROBLEMS) shown.push(`… and ${problems.length - MAX_PROBLEMS} more problems`)
   return shown
 }

@@ -22,7 +22,7 @@ import { microConfig, microImportedConfig } from '../activities/core/micro.ts'
 import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs, namesPath } from './malformed-configs.ts'
 
 /** The longest a bounded problem line can be: the cut plus its marker. */
-const LONGEST_LINE = MAX_PROBLEM_LENGTH + '… (99999999 more characters)'.length
+const LONGEST_LINE = MAX_PROBLEM_LENGTH + ' … (99999999 more characters cut)'.length
 
 function problemsOf(input: unknown): string[] {
   const r = parseRunConfig(input)

@@ -2,12 +2,14 @@
 // 16, bug 5: a HEAD refused with a 403 and no body reached the CLI as `UnknownError`), an endpoint that is not
 // there, or a 5xx that is not an S3 reply, is StoreUnavailableError (bug 6: the conditional-write gate's
 // plain-text 502 reached the run as `@aws-sdk XML parse error: unexpected content`). First on SDK-shaped errors,
-// then through the real SDK against canned HTTP replies.
+// then through the real SDK against canned HTTP replies, then through the gate in front of a closed port.
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { S3ServiceException } from '@aws-sdk/client-s3'
+import { HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3'
+import { type Gate, startConditionalWriteGate } from '../../infra/conditional-write-gate.ts'
+import { freePort } from '../../infra/ports.ts'
 import { StoreAccessError, StoreUnavailableError } from '../../store/errors.ts'
 import {
   accessKeyHint,
@@ -249,5 +251,67 @@ describe('the S3 store through the real SDK against canned replies', () => {
       assert.match(e.message, /HTTP 503 Service Unavailable without an S3 error body$/)
       return true
     })
+  })
+})
+
+describe('the conditional-write gate in front of a server that is gone', () => {
+  let gate: Gate
+  let store: S3ArtifactStore
+  let upstream: number
+
+  before(async () => {
+    upstream = await freePort() // nothing listens there
+    gate = await startConditionalWriteGate({ host: '127.0.0.1', port: upstream })
+    store = new S3ArtifactStore({
+      bucket: BUCKET,
+      prefix: '',
+      endpoint: gate.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
+    })
+  })
+
+  after(async () => {
+    store?.destroy()
+    await gate?.close()
+  })
+
+  it('answers 503 with an S3 error body and its header, HEAD included', async () => {
+    const reply = await fetch(`${gate.endpoint}/${BUCKET}/k`)
+    assert.equal(reply.status, 503)
+    assert.match(reply.headers.get(GATE_UNREACHABLE_HEADER) ?? '', /^S3 server at 127\.0\.0\.1:\d+ is unreachable: /)
+    assert.match(await reply.text(), /<Error><Code>ServiceUnavailable<\/Code><Message>S3 server at /)
+    const client = new S3Client({
+      region: 'us-east-1',
+      endpoint: gate.endpoint,
+      forcePathStyle: true,
+      credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
+      maxAttempts: 1,
+    })
+    try {
+      await assert.rejects(client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'k' })), (e: unknown) => {
+        assert.equal((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode, 503)
+        return true
+      })
+    } finally {
+      client.destroy()
+    }
+  })
+
+  it('makes every store operation StoreUnavailableError naming the endpoint and the server behind it', async () => {
+    const expected = `artifact store unreachable at ${gate.endpoint}: S3 server at 127.0.0.1:${upstream} is unreachable: connect ECONNREFUSED`
+    for (const [what, op] of [
+      ['head', () => store.head('a/b.json')],
+      ['get', () => store.get('a/b.json')],
+      ['list', () => store.list('a/')],
+      ['put', () => store.put('a/b.json', Buffer.alloc(64 * 1024))],
+      ['putIfAbsent', () => store.putIfAbsent('a/c.json', Buffer.from('{}'))],
+    ] as const) {
+      await assert.rejects(op(), (e: unknown) => {
+        assert.ok(e instanceof StoreUnavailableError, `${what}: expected StoreUnavailableError, got ${String(e)}`)
+        assert.ok(e.message.startsWith(expected), `${what}: ${e.message}`)
+        return true
+      })
+    }
   })
 })

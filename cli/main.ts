@@ -179,14 +179,23 @@ program
 program.command('down').description('stop the local servers that seedflow started').action(downCommand)
 addOperatorCommands(program)
 
-/** The message and its chain of causes: a failed workflow's reason sits in its activity failure. */
+/**
+ * The message and its chain of causes: a failed workflow's reason sits in its activity failure. A cause whose
+ * message the text already holds (a typed store error names its cause) is not repeated.
+ */
 function describeError(error: unknown): string {
   const parts: string[] = []
-  for (let e: unknown = error; e !== undefined && parts.length < 5; e = (e as { cause?: unknown }).cause) {
+  let depth = 0
+  for (
+    let e: unknown = error;
+    e !== undefined && depth++ < 8 && parts.length < 5;
+    e = (e as { cause?: unknown }).cause
+  ) {
     if (!(e instanceof Error)) {
       parts.push(String(e))
       break
     }
+    if (parts.length > 0 && e.message !== '' && parts.join(': ').includes(e.message)) continue
     const type = (e as { type?: string }).type
     parts.push(type ? `${e.message} [${type}]` : e.message)
   }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import { type ExportOptions, exportCommand } from '../../cli/export-command.ts'
@@ -13,13 +13,22 @@ import { createLocalEngine } from '../../engine/index.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { sha256Hex } from '../../store/hash.ts'
+import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
+import type { Manifest } from '../../store/manifest.ts'
 import { microConfig } from '../activities/core/micro.ts'
 import { type MicroRun, runMicro } from '../activities/micro-run.ts'
 import { seedflow } from './seedflow-process.ts'
 
 const RUN = 'export-run'
 const quiet = { out: () => {} }
+
+/** What an export leaves in the parent folder of `out`, besides `others`: the target and any temporary folder. */
+async function leftBeside(out: string, others: string[] = []): Promise<string[]> {
+  const name = out.split('/').at(-1) ?? ''
+  const entries = await readdir(dirname(out)).catch(() => [] as string[])
+  return entries.filter((e) => !others.includes(e) && (e === name || e.startsWith(`.${name}.partial`)))
+}
 
 describe('seedflow export', () => {
   let root: string
@@ -70,12 +79,23 @@ describe('seedflow export', () => {
   })
 
   it('refuses a checkpoint that retention pruned, saying when, why and where it is recorded', async () => {
-    await assert.rejects(
-      run({ iteration: '0' }),
-      new RegExp(
-        `the checkpoint runs/${RUN}/iterations/0000/checkpoint/ of run ${RUN} was pruned by retention on .*not evaluated; recorded in runs/${RUN}/retention/0001\\.json`,
-      ),
-    )
+    const record = `runs/${RUN}/retention/0001.json`
+    const prefix = `runs/${RUN}/iterations/0000/checkpoint/`
+    const entry = ((await getJson(store, record)) as Manifest).artifacts[`${prefix}model.safetensors`]
+    assert.ok(entry?.pruned, 'the retention record lists the pruned model')
+    const out = outDir()
+    await assert.rejects(run({ iteration: '0', out }), (e: Error) => {
+      assert.equal(e.name, 'RunInputError')
+      assert.equal(
+        e.message,
+        `the checkpoint ${prefix} of run ${RUN} was pruned by retention on ${entry.pruned?.at} (recorded in ${record}): ` +
+          'retention after iteration 1: not among the last 1 (iteration 1), no checkpoint evaluated yet, not evaluated; ' +
+          'raise retention.keepLast or set retention.keepEvaluated to keep such checkpoints',
+      )
+      assert.equal(e.message.split('(').length, e.message.split(')').length, 'balanced parentheses')
+      return true
+    })
+    assert.deepEqual(await leftBeside(out), [], 'a refused export makes no folder')
   })
 
   it('exports a kept checkpoint whose optimizer state was pruned, and refuses --optimizer for it', async () => {
@@ -111,7 +131,10 @@ describe('seedflow export', () => {
     const env = { SEEDFLOW_ARTIFACTS_DIR: join(root, 'artifacts'), SEEDFLOW_S3_BUCKET: '' }
     const pruned = await seedflow(['export', RUN, '--iteration', '0', '--out', outDir()], env)
     assert.equal(pruned.code, 1)
-    assert.match(pruned.err, /seedflow: the checkpoint .* was pruned by retention/)
+    assert.match(
+      pruned.err,
+      /^seedflow: the checkpoint .* was pruned by retention on .* \(recorded in .*\): retention after/,
+    )
     const unknown = await seedflow(['export', 'ghost', '--out', outDir()], env)
     assert.equal(unknown.code, 1)
     assert.match(unknown.err, /seedflow: unknown run ghost: no runs\/ghost\/run\.json/)

@@ -1,9 +1,10 @@
 // `seedflow export` on a micro run written to a folder store by the real pipeline activities (3 iterations,
 // evaluated after iterations 1 and 2, retention keeping only the last checkpoint): a checkpoint comes out as a
 // plain folder whose files are the recorded ones; pruned checkpoints and pruned optimizer state are refused;
-// a damaged file fails the export without leaving a partial file.
+// a damaged or vanishing file fails the export without leaving an output folder, a temporary folder or a
+// partial file behind, and a folder that existed already is left as it was.
 import assert from 'node:assert/strict'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -11,6 +12,7 @@ import { createPipelineActivities } from '../../activities/pipeline.ts'
 import { type ExportOptions, exportCommand } from '../../cli/export-command.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { sha256Hex } from '../../store/hash.ts'
 import { getJson } from '../../store/json.ts'
@@ -22,6 +24,27 @@ import { seedflow } from './seedflow-process.ts'
 
 const RUN = 'export-run'
 const quiet = { out: () => {} }
+
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  )
+
+/** The store, except that reading `file` of any checkpoint fails as if the blob vanished after its head. */
+function vanishing(store: ArtifactStore, file: string): ArtifactStore {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'getStream')
+        return async (key: string) => {
+          if (key.endsWith(`/${file}`)) throw Object.assign(new Error(`ENOENT: ${key} vanished`), { code: 'ENOENT' })
+          return target.getStream(key)
+        }
+      const value = Reflect.get(target, property, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
 
 /** What an export leaves in the parent folder of `out`, besides `others`: the target and any temporary folder. */
 async function leftBeside(out: string, others: string[] = []): Promise<string[]> {
@@ -111,9 +134,10 @@ describe('seedflow export', () => {
     const out = outDir()
     await run({ out })
     await assert.rejects(run({ out }), /model\.safetensors exists already: export into an empty folder/)
+    assert.deepEqual(await leftBeside(out), [out.split('/').at(-1)], 'no temporary folder beside it')
   })
 
-  it('fails on a damaged file, naming it, and leaves nothing behind', async () => {
+  it('fails on a damaged file, naming it, and leaves no output folder and no temporary folder behind', async () => {
     const key = keys.checkpoint(RUN, 2, 'config.json')
     const path = join(root, 'artifacts', key)
     const original = await readFile(path)
@@ -124,7 +148,46 @@ describe('seedflow export', () => {
     } finally {
       await writeFile(path, original)
     }
-    assert.deepEqual(await readdir(out), [], 'the files copied before the damaged one are taken back')
+    assert.deepEqual(await leftBeside(out), [], 'neither the target nor its temporary folder exists')
+  })
+
+  it('fails midway when a file vanishes from the store, leaving nothing behind, not even the parents it made', async () => {
+    const top = join(root, 'exports', `fresh-${n++}`)
+    const out = join(top, 'a', 'b')
+    // model.safetensors and config.json are copied before tokenizer.json fails
+    await assert.rejects(
+      exportCommand(RUN, { out }, quiet, vanishing(store, 'tokenizer.json')),
+      /tokenizer\.json vanished/,
+    )
+    assert.equal(await exists(top), false, 'the parent folders this export created are gone')
+    assert.deepEqual(await leftBeside(top), [])
+  })
+
+  it('leaves a folder that existed already as it was when the export fails, and fills it when it succeeds', async () => {
+    const empty = outDir()
+    await mkdir(empty, { recursive: true })
+    await assert.rejects(exportCommand(RUN, { out: empty }, quiet, vanishing(store, 'tokenizer.json')), /vanished/)
+    assert.deepEqual(await readdir(empty), [], 'the empty folder stays, empty')
+    assert.deepEqual(await leftBeside(empty, [empty.split('/').at(-1) ?? '']), [], 'no temporary folder')
+
+    const notes = outDir()
+    await mkdir(notes, { recursive: true })
+    await writeFile(join(notes, 'NOTES.md'), 'mine\n')
+    await assert.rejects(exportCommand(RUN, { out: notes }, quiet, vanishing(store, 'config.json')), /vanished/)
+    assert.deepEqual(await readdir(notes), ['NOTES.md'])
+    const files = await run({ out: notes })
+    assert.deepEqual((await readdir(notes)).sort(), ['NOTES.md', 'config.json', 'model.safetensors', 'tokenizer.json'])
+    assert.equal(await readFile(join(notes, 'NOTES.md'), 'utf8'), 'mine\n')
+    for (const f of files) assert.equal(sha256Hex(await readFile(join(notes, f.file))), f.sha256)
+    assert.deepEqual(await leftBeside(notes, [notes.split('/').at(-1) ?? '']), [], 'no temporary folder')
+  })
+
+  it('refuses a target that is a file', async () => {
+    const out = outDir()
+    await mkdir(dirname(out), { recursive: true })
+    await writeFile(out, 'not a folder')
+    await assert.rejects(run({ out }), new RegExp(`^RunInputError: ${out} exists and is not a folder`))
+    assert.equal(await readFile(out, 'utf8'), 'not a folder')
   })
 
   it('the binary exits 1 with the reason for a pruned checkpoint, and rejects an unknown run', async () => {

@@ -168,6 +168,16 @@ program
   .argument('<name>', 'sokoban, ezpoints, household, shop or searchqa')
   .option('--port <port>', 'port (0 = any free one)', parsePort, 0)
   .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .option(
+    '--max-episodes <n>',
+    'most episodes open at once; /create beyond them answers 429 (default 1024)',
+    positiveInt,
+  )
+  .option(
+    '--idle-ttl <seconds>',
+    'evict an episode that no request touched for this long; its id then answers 404 (default 1800)',
+    positiveNumber,
+  )
   .action(envServeCommand)
 
 registerStoreCommands(program) // audit, export

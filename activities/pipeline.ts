@@ -100,6 +100,7 @@ const FATAL = new Set([
   'RangeError',
   'NotFoundError',
   'NonFiniteLossError',
+  'StoreAccessError',
 ])
 
 /** The last progress details each running activity reported; every later heartbeat repeats them. */

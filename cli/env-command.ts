@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander'
-import { serveEnv } from '../envs/http/index.ts'
+import { DEFAULT_IDLE_TTL_MS, DEFAULT_MAX_EPISODES, formatDuration, serveEnv } from '../envs/http/index.ts'
 import { ENV_NAMES } from '../envs/index.ts'
 
 export function parsePort(value: string): number {
@@ -9,13 +9,19 @@ export function parsePort(value: string): number {
 }
 
 /** `seedflow env serve <name>`: one of our environments over the AgentGym-style HTTP protocol, until Ctrl-C. */
-export async function envServeCommand(name: string, options: { port: number; host: string }): Promise<void> {
+export async function envServeCommand(
+  name: string,
+  options: { port: number; host: string; maxEpisodes?: number; idleTtl?: number },
+): Promise<void> {
   if (!(ENV_NAMES as string[]).includes(name)) {
     throw new Error(`unknown environment ${JSON.stringify(name)}; one of: ${ENV_NAMES.join(', ')}`)
   }
-  const served = await serveEnv(name, { port: options.port, host: options.host })
+  const maxEpisodes = options.maxEpisodes ?? DEFAULT_MAX_EPISODES
+  const idleTtlMs = options.idleTtl === undefined ? DEFAULT_IDLE_TTL_MS : options.idleTtl * 1000
+  const served = await serveEnv(name, { port: options.port, host: options.host, maxEpisodes, idleTtlMs })
   process.stdout.write(
-    `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close; GET /observation); Ctrl-C stops it\n`,
+    `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close; GET /observation); ` +
+      `at most ${maxEpisodes} episodes open, idle ones evicted after ${formatDuration(idleTtlMs)}; Ctrl-C stops it\n`,
   )
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve)

@@ -168,6 +168,16 @@ program
   .argument('<name>', 'sokoban, ezpoints, household, shop or searchqa')
   .option('--port <port>', 'port (0 = any free one)', parsePort, 0)
   .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .option(
+    '--max-episodes <n>',
+    'most episodes open at once; /create beyond them answers 429 (default 1024)',
+    positiveInt,
+  )
+  .option(
+    '--idle-ttl <seconds>',
+    'evict an episode that no request touched for this long; its id then answers 404 (default 1800)',
+    positiveNumber,
+  )
   .action(envServeCommand)
 
 registerStoreCommands(program) // audit, export
@@ -179,14 +189,23 @@ program
 program.command('down').description('stop the local servers that seedflow started').action(downCommand)
 addOperatorCommands(program)
 
-/** The message and its chain of causes: a failed workflow's reason sits in its activity failure. */
+/**
+ * The message and its chain of causes: a failed workflow's reason sits in its activity failure. A cause whose
+ * message the text already holds (a typed store error names its cause) is not repeated.
+ */
 function describeError(error: unknown): string {
   const parts: string[] = []
-  for (let e: unknown = error; e !== undefined && parts.length < 5; e = (e as { cause?: unknown }).cause) {
+  let depth = 0
+  for (
+    let e: unknown = error;
+    e !== undefined && depth++ < 8 && parts.length < 5;
+    e = (e as { cause?: unknown }).cause
+  ) {
     if (!(e instanceof Error)) {
       parts.push(String(e))
       break
     }
+    if (parts.length > 0 && e.message !== '' && parts.join(': ').includes(e.message)) continue
     const type = (e as { type?: string }).type
     parts.push(type ? `${e.message} [${type}]` : e.message)
   }

@@ -80,8 +80,10 @@ async function find(store: ArtifactStore, runId: string, which: 'base' | 'stage1
   const p = pruned.get(modelKey)
   if (p && !(await store.head(modelKey))) {
     throw new RunInputError(
+      // the reason has parentheses of its own ("not among the last 1 (iteration 1)"): it is not nested in another pair
       `the checkpoint ${modelKey.slice(0, -MODEL.length)} of run ${runId} was pruned by retention on ${p.pruned.at} ` +
-        `(${p.pruned.reason}; recorded in ${p.record}); raise retention.keepLast or keep evaluated checkpoints to keep such checkpoints`,
+        `(recorded in ${p.record}): ${p.pruned.reason}; ` +
+        'raise retention.keepLast or set retention.keepEvaluated to keep such checkpoints',
     )
   }
   const checkpoint: RunCheckpoint = { prefix: modelKey.slice(0, -MODEL.length) }

@@ -8,8 +8,9 @@ export const MESSAGE_LIMIT = 4000
 /** `text` if it fits in `limit` characters, else its start and a marker that says how much was cut. */
 export function bounded(text: string, limit = MESSAGE_LIMIT): string {
   if (text.length <= limit) return text
-  const cut = text.length - limit
-  return `${text.slice(0, limit)} … (${cut} more characters cut)`
+  const code = text.charCodeAt(limit - 1)
+  const end = code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit // never half a surrogate pair
+  return `${text.slice(0, end)} … (${text.length - end} more characters cut)`
 }
 
 /** An error's message (or the text of a thrown non-error), bounded. */

@@ -5,10 +5,30 @@
 // so SigV4 signatures still verify.
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { GATE_UNREACHABLE_HEADER } from '../store/s3-errors.ts'
 
 export interface Gate {
   endpoint: string
   close(): Promise<void>
+}
+
+/**
+ * The gate's own answer when the S3 server behind it is gone: a 503 with an S3 XML error body (what S3 clients
+ * parse and retry) and a header the store reads to report the endpoint as unreachable, as if it had connected
+ * to the server directly (store/s3-errors.ts). A HEAD reply has no body, so the header carries the reason.
+ */
+function answerUnreachable(req: IncomingMessage, res: ServerResponse, reason: string): void {
+  const xml = (text: string) => text.replace(/[<>&]/g, (c) => (c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&amp;'))
+  const body =
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<Error><Code>ServiceUnavailable</Code><Message>${xml(reason)}</Message><Resource>${xml(req.url ?? '/')}</Resource></Error>`
+  res.writeHead(503, {
+    'content-type': 'application/xml',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+    [GATE_UNREACHABLE_HEADER]: reason.replace(/[^\x20-\x7e]/g, '?'),
+  })
+  res.end(req.method === 'HEAD' ? undefined : body)
 }
 
 export async function startConditionalWriteGate(target: { host: string; port: number }, port = 0): Promise<Gate> {
@@ -22,12 +42,20 @@ export async function startConditionalWriteGate(target: { host: string; port: nu
           res.writeHead(reply.statusCode ?? 502, reply.headers)
           reply.pipe(res)
           reply.on('end', done)
-          reply.on('error', () => done())
+          reply.on('error', () => {
+            res.destroy() // the server went away mid-reply: cut the client's connection too, not leave it waiting
+            done()
+          })
         },
       )
       upstream.on('error', (error) => {
-        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' })
-        res.end(`S3 server at ${target.host}:${target.port} unreachable: ${error.message}`)
+        req.unpipe(upstream)
+        req.resume() // read the rest of the request body, so that the client reads the answer
+        if (res.headersSent) {
+          res.destroy() // a reply cut short: the client sees the connection fail, as without the gate
+        } else {
+          answerUnreachable(req, res, `S3 server at ${target.host}:${target.port} is unreachable: ${error.message}`)
+        }
         done()
       })
       req.pipe(upstream)

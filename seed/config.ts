@@ -4,6 +4,7 @@
 // validate a config at start. The environment names and step caps are mirrored here and kept equal to
 // `envs/` by a test.
 import { z } from 'zod'
+import { bounded } from '../infra/bounded-text.ts'
 import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
 
 /** The environments of `envs/ENVS` (a test checks the two agree). */
@@ -28,6 +29,37 @@ export const ENV_STOP_STRINGS: Record<RunEnvName, readonly string[]> = {
   searchqa: ['</search>', '</answer>'],
 }
 
+/** Longest path of a file or folder in a run configuration (Linux's PATH_MAX). */
+export const MAX_PATH_LENGTH = 4096
+/** Longest name in a run configuration (an annotator's model name). */
+export const MAX_NAME_LENGTH = 256
+/** Longest URL in a run configuration (an annotator's endpoint). */
+export const MAX_URL_LENGTH = 2048
+
+/** Characters as zod counts them for a length bound: Unicode code points. */
+function codePoints(text: string): number {
+  let n = text.length
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1)
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--
+        i++
+      }
+    }
+  }
+  return n
+}
+
+/** The too-long message, without echoing the value (a refusal must stay small: it travels through gRPC). */
+const tooLong = (max: number) => ({
+  abort: true,
+  error: (issue: { input?: unknown }) =>
+    `at most ${max} characters, got ${typeof issue.input === 'string' ? codePoints(issue.input) : 'more'}`,
+})
+const boundedString = (max: number) => z.string().max(max, tooLong(max)).min(1)
+
 const int = (min = 0) => z.number().int().min(min)
 const positiveInt = () => z.number().int().positive()
 const probability = () => z.number().min(0).max(1)
@@ -36,7 +68,7 @@ const lr = () => z.number().positive().finite()
 const coefficient = () => z.number().min(0).finite()
 
 /** The built-in decoder's shape (trained from scratch); the vocabulary size comes from the trained tokenizer. */
-const BuiltinModel = z.object({
+const BuiltinModel = z.strictObject({
   kind: z.literal('builtin'),
   hiddenSize: positiveInt(),
   intermediateSize: positiveInt(),
@@ -52,13 +84,13 @@ const BuiltinModel = z.object({
 })
 
 /** A Hugging Face folder (config.json, model.safetensors, tokenizer.json) of a Llama or Qwen2 model. */
-const ImportedModel = z.object({
+const ImportedModel = z.strictObject({
   kind: z.literal('imported'),
-  folder: z.string().min(1),
+  folder: boundedString(MAX_PATH_LENGTH),
   maxPositions: positiveInt(),
 })
 
-const PromptSettings = z.object({
+const PromptSettings = z.strictObject({
   /** The environment's compact prompt (short instructions, at most one history step). */
   compact: z.boolean(),
   /** Grids as one token per cell (`# # O X`) in step prompts, dense rows in analyzer prompts (prompts.ts). */
@@ -71,7 +103,7 @@ const PromptSettings = z.object({
   maxResponseTokens: positiveInt(),
 })
 
-const Warmstart = z.object({
+const Warmstart = z.strictObject({
   /** Train tasks whose expert demonstrations are recorded. */
   demoTasks: positiveInt(),
   /** Share of steps where a random action is executed instead of the expert's (the label stays the expert's). */
@@ -121,18 +153,18 @@ const Warmstart = z.object({
   keepBest: z.boolean().default(false),
 })
 
-const Stage1 = z.object({
+const Stage1 = z.strictObject({
   /** Train tasks rolled out with the base policy, `samplesPerTask` each. */
   tasks: positiveInt(),
   samplesPerTask: positiveInt(),
   temperature: z.number().positive(),
   maxEnvSteps: positiveInt(),
   annotator: z.discriminatedUnion('kind', [
-    z.object({ kind: z.literal('oracle') }),
-    z.object({
+    z.strictObject({ kind: z.literal('oracle') }),
+    z.strictObject({
       kind: z.literal('openai'),
-      baseUrl: z.url(),
-      model: z.string().min(1),
+      baseUrl: z.url().max(MAX_URL_LENGTH, tooLong(MAX_URL_LENGTH)),
+      model: boundedString(MAX_NAME_LENGTH),
       maxRetries: int(0),
       maxTokens: positiveInt(),
     }),
@@ -151,14 +183,14 @@ const Stage1 = z.object({
   actingData: z.enum(['rollouts', 'demonstrations']).default('rollouts'),
 })
 
-const Analyzer = z.object({
+const Analyzer = z.strictObject({
   /** Most tokens of the analyzer prompt; the oldest steps are left out to fit. */
   maxPromptTokens: positiveInt(),
   /** Most new tokens of the analyzer's answer (the skill JSON). */
   maxAnswerTokens: positiveInt(),
 })
 
-export const Stage2Schema = z.object({
+export const Stage2Schema = z.strictObject({
   iterations: int(0),
   /** Tasks per RL step (B); each is rolled out `groupSize` times (N), the group sharing the task seed. */
   tasksPerStep: positiveInt(),
@@ -190,7 +222,7 @@ export const Stage2Schema = z.object({
   analyzer: Analyzer,
 })
 
-const Evaluation = z.object({
+const Evaluation = z.strictObject({
   split: z.enum(['validation', 'test-seen', 'test-unseen']),
   /** Held-out tasks are the seeds [seedStart, seedStart + tasks). */
   seedStart: int(0),
@@ -202,7 +234,7 @@ const Evaluation = z.object({
 })
 
 /** Which iteration checkpoints a run keeps (DESIGN.md section 4); the base and Stage 1 checkpoints are always kept. */
-const Retention = z.object({
+const Retention = z.strictObject({
   /** The last N iteration checkpoints are kept (the newest one is the next iteration's acting policy). */
   keepLast: positiveInt().default(3),
   /** Keep the checkpoint with the highest held-out success. */
@@ -216,7 +248,7 @@ const Retention = z.object({
 export const RETENTION_DEFAULTS: Readonly<z.infer<typeof Retention>> = Object.freeze(Retention.parse({}))
 
 export const RunConfigSchema = z
-  .object({
+  .strictObject({
     env: z.enum(RUN_ENV_NAMES),
     algorithm: z.enum(ALGORITHM_NAMES as [AlgorithmName, ...AlgorithmName[]]),
     model: z.discriminatedUnion('kind', [BuiltinModel, ImportedModel]),
@@ -292,14 +324,203 @@ export type ImportedModelConfig = z.infer<typeof ImportedModel>
 
 export type ParsedRunConfig = { ok: true; config: RunConfig } | { ok: false; problems: string[] }
 
-/** Validates a run config; every problem as `path: reason` (the path dotted, `(root)` for the whole object). */
+/**
+ * Validates a run config; every problem as `path: reason` (the path dotted, `(root)` for the whole object). An
+ * unknown field is reported as `stage2.lrr: unknown field (did you mean stage2.lr?)`. Each line is at most
+ * MAX_PROBLEM_LENGTH characters (a marked cut) and at most MAX_PROBLEMS lines are listed, so a refusal never
+ * echoes a huge value.
+ */
 export function parseRunConfig(input: unknown): ParsedRunConfig {
   const parsed = RunConfigSchema.safeParse(input)
   if (parsed.success) return { ok: true, config: parsed.data }
-  return {
-    ok: false,
-    problems: parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`),
+  return { ok: false, problems: issueProblems(RunConfigSchema, input, parsed.error.issues) }
+}
+
+// ---- problems: field paths, unknown fields and their suggestions, bounded lines ----
+
+/** Longest line of a refusal before it is cut (`… (N more characters cut)`). */
+export const MAX_PROBLEM_LENGTH = 300
+/** Most problems a refusal lists; the rest are counted in a last line. */
+export const MAX_PROBLEMS = 50
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
+/** Longest key a path shows whole; a longer one is cut (a real field's name is far shorter). */
+const MAX_KEY_SHOWN = 64
+
+/**
+ * A field path as problems name it: `stage2.lr`; a key that is not a plain name is quoted (`foo["a b"]`), an
+ * array index bracketed (`foo[3]`); `(root)` for the whole object.
+ */
+export function dottedPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(root)'
+  let out = ''
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`
+    else if (typeof part === 'string' && IDENTIFIER.test(part) && part.length <= MAX_KEY_SHOWN)
+      out += out === '' ? part : `.${part}`
+    else {
+      const key = String(part)
+      out +=
+        key.length <= MAX_KEY_SHOWN
+          ? `[${JSON.stringify(key)}]`
+          : `[${JSON.stringify(key.slice(0, MAX_KEY_SHOWN))}… (${key.length} characters)]`
+    }
   }
+  return out
+}
+
+/** Every line bounded, at most MAX_PROBLEMS of them (a last line counts the rest). */
+export function boundProblems(problems: readonly string[]): string[] {
+  const shown = problems.slice(0, MAX_PROBLEMS).map((p) => bounded(p, MAX_PROBLEM_LENGTH))
+  if (problems.length > MAX_PROBLEMS) shown.push(`… and ${problems.length - MAX_PROBLEMS} more problems`)
+  return shown
+}
+
+interface SchemaDef {
+  type: string
+  innerType?: SchemaNode
+  in?: SchemaNode
+  shape?: Record<string, SchemaNode>
+  options?: SchemaNode[]
+  discriminator?: string
+  values?: unknown[]
+}
+interface SchemaNode {
+  _zod: { def: SchemaDef }
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The schema under its wrappers (optional, nullable, default, …). */
+function unwrap(schema: SchemaNode): SchemaNode {
+  let s = schema
+  for (;;) {
+    const def = s._zod.def
+    if (
+      def.innerType &&
+      ['optional', 'nullable', 'default', 'prefault', 'readonly', 'nonoptional', 'catch'].includes(def.type)
+    )
+      s = def.innerType
+    else if (def.type === 'pipe' && def.in) s = def.in
+    else return s
+  }
+}
+
+/** An object schema, or the member of a discriminated union that `value` names (by its discriminator). */
+function objectOf(schema: SchemaNode, value: unknown): Record<string, SchemaNode> | undefined {
+  const def = unwrap(schema)._zod.def
+  if (def.type === 'object') return def.shape
+  if (def.type === 'union' && def.options) {
+    const key = def.discriminator
+    const tag = key !== undefined && isPlainObject(value) ? value[key] : undefined
+    const member = def.options.find((o) => {
+      const literal = key === undefined ? undefined : objectOf(o, undefined)?.[key]
+      return literal !== undefined && (unwrap(literal)._zod.def.values ?? []).includes(tag)
+    })
+    return member ? objectOf(member, value) : undefined
+  }
+  return undefined
+}
+
+/**
+ * The field names the schema has at `path` in `input` (a union member chosen by the input's discriminator);
+ * empty where the path is no object of the schema.
+ */
+export function fieldsAt(schema: unknown, input: unknown, path: readonly PropertyKey[]): string[] {
+  let node = schema as SchemaNode
+  let value = input
+  for (const part of path) {
+    const shape = objectOf(node, value)
+    const next = typeof part === 'string' && shape && Object.hasOwn(shape, part) ? shape[part] : undefined
+    if (!next) return []
+    node = next
+    value = isPlainObject(value) ? value[part as string] : undefined
+  }
+  return Object.keys(objectOf(node, value) ?? {})
+}
+
+/** Optimal string alignment distance (insertions, deletions, substitutions, adjacent transpositions). */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)]
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      let d = Math.min((rows[i - 1]?.[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (rows[i - 1]?.[j - 1] ?? 0) + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, (rows[i - 2]?.[j - 2] ?? 0) + 1)
+      row.push(d)
+    }
+    rows.push(row)
+  }
+  return rows[a.length]?.[b.length] ?? 0
+}
+
+/**
+ * The known field closest to `key`, when it is genuinely close: the same ignoring case, or a few edits away
+ * (one for names up to 5 characters, two up to 8, three beyond), and not most of the name.
+ */
+export function closestField(key: string, fields: readonly string[]): string | undefined {
+  const lower = key.toLowerCase()
+  const limit = lower.length <= 5 ? 1 : lower.length <= 8 ? 2 : 3
+  let best: string | undefined
+  let bestDistance = Number.POSITIVE_INFINITY
+  for (const field of fields) {
+    const candidate = field.toLowerCase()
+    if (Math.abs(candidate.length - lower.length) > limit) continue
+    const d = editDistance(lower, candidate)
+    if (d <= limit && d < candidate.length && d < bestDistance) {
+      best = field
+      bestDistance = d
+    }
+  }
+  return best
+}
+
+/** `path.key: unknown field`, with the closest known field of the same object where one is close. */
+export function unknownFieldProblem(
+  schema: unknown,
+  input: unknown,
+  path: readonly PropertyKey[],
+  key: string,
+): string {
+  const suggestion = closestField(key, fieldsAt(schema, input, path))
+  const hint = suggestion === undefined ? '' : ` (did you mean ${dottedPath([...path, suggestion])}?)`
+  return `${dottedPath([...path, key])}: unknown field${hint}`
+}
+
+interface Issue {
+  code: string
+  path: PropertyKey[]
+  message: string
+  keys?: string[]
+  expected?: string
+}
+
+/** The value at `path` in `input` (undefined where the path leads nowhere). */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input
+  for (const part of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined
+    value = (value as Record<PropertyKey, unknown>)[part]
+  }
+  return value
+}
+
+/** zod's issues as bounded `path: reason` lines: one per unknown field, a missing field said so. */
+export function issueProblems(schema: unknown, input: unknown, issues: readonly Issue[]): string[] {
+  const lines = issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys')
+      return (issue.keys ?? []).map((key) => unknownFieldProblem(schema, input, issue.path, key))
+    if (issue.path.length > 0 && valueAt(input, issue.path) === undefined) {
+      if (issue.code === 'invalid_type')
+        return [`${dottedPath(issue.path)}: missing (expected ${issue.expected ?? 'a value'})`]
+      return [`${dottedPath(issue.path)}: missing; ${issue.message}`]
+    }
+    return [`${dottedPath(issue.path)}: ${issue.message}`]
+  })
+  return boundProblems(lines)
 }
 
 export class RunConfigError extends Error {

@@ -2,7 +2,15 @@
 // how overrides combine with the run configuration, and their validation with every bad field path. Pure: the
 // workflows validate an override before they accept it.
 import { z } from 'zod'
-import { parseRunConfig, Stage2Schema } from './config.ts'
+import {
+  boundProblems,
+  dottedPath,
+  fieldsAt,
+  parseRunConfig,
+  RunConfigSchema,
+  Stage2Schema,
+  unknownFieldProblem,
+} from './config.ts'
 
 /**
  * Stage 2's settings, less those the run plan is derived from (iterations, tasks per step and group size fix the
@@ -41,22 +49,47 @@ export type CheckedOverrides =
 const NOT_CHANGEABLE =
   'cannot change during a run (stage2 settings can, except iterations, tasksPerStep, groupSize and analyzer)'
 
-const dotted = (path: readonly PropertyKey[]) => (path.length > 0 ? path.map(String).join('.') : '(root)')
+/**
+ * An override key the overrides schema does not know: `unknown field` (with a suggestion where one is close)
+ * where the run configuration has no such field, else `cannot change during a run` at the deepest field given
+ * (`model.hiddenSize`, not `model`).
+ */
+function unchangeable(input: unknown, path: readonly PropertyKey[], key: string, value: unknown): string[] {
+  if (!fieldsAt(RunConfigSchema, input, path).includes(key))
+    return [unknownFieldProblem(RunConfigSchema, input, path, key)]
+  const at = [...path, key]
+  if (isPlain(value) && Object.keys(value).length > 0 && fieldsAt(RunConfigSchema, input, at).length > 0)
+    return Object.entries(value).flatMap(([k, v]) => unchangeable(input, at, k, v))
+  return [`${dottedPath(at)}: ${NOT_CHANGEABLE}`]
+}
+
+/** The value at `path` in `value` (undefined where the path leads nowhere). */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let v = value
+  for (const part of path) v = isPlain(v) && Object.hasOwn(v, part) ? v[part as string] : undefined
+  return v
+}
 
 /**
  * Checks `next` on top of the run's `config` (as given) and the overrides already applied: the shape first (only
- * the fields of HyperparameterOverridesSchema), then the whole effective config against the run schema, so a
- * cross-field rule (mini-batch larger than an iteration) is reported too. Problems as `path: reason`.
+ * the fields of HyperparameterOverridesSchema; a field the run configuration does not have is an unknown field,
+ * one it has but that may not change is refused as such), then the whole effective config against the run
+ * schema, so a cross-field rule (mini-batch larger than an iteration) is reported too. Problems as `path: reason`,
+ * bounded as parseRunConfig bounds them.
  */
 export function checkOverrides(config: unknown, applied: HyperparameterOverrides, next: unknown): CheckedOverrides {
-  const parsed = HyperparameterOverridesSchema.safeParse(next ?? {})
+  const given = next ?? {}
+  const parsed = HyperparameterOverridesSchema.safeParse(given)
   if (!parsed.success) {
+    const merged = deepMerge(config, given)
     return {
       ok: false,
-      problems: parsed.error.issues.flatMap((i) =>
-        i.code === 'unrecognized_keys'
-          ? i.keys.map((k) => `${dotted([...i.path, k])}: ${NOT_CHANGEABLE}`)
-          : [`${dotted(i.path)}: ${i.message}`],
+      problems: boundProblems(
+        parsed.error.issues.flatMap((i) =>
+          i.code === 'unrecognized_keys'
+            ? i.keys.flatMap((k) => unchangeable(merged, i.path, k, valueAt(given, [...i.path, k])))
+            : [`${dottedPath(i.path)}: ${i.message}`],
+        ),
       ),
     }
   }

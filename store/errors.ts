@@ -53,3 +53,69 @@ function describeCause(cause: unknown): string {
   }
   return String(cause)
 }
+
+/** What refused the store's request, for StoreAccessError: the server's error code and where it happened. */
+export interface AccessRefusal {
+  /** The S3 error code (SignatureDoesNotMatch, AccessDenied, …), `HTTP 403` for a reply without a body. */
+  code: string
+  httpStatus?: number
+  /** The request, e.g. `HeadObject runs/r/run.json`. */
+  operation?: string
+  /** The server's message, with the access key id shortened; '' when it sent none. */
+  detail: string
+  /** The first characters of the access key id the request was signed with, never the whole id. */
+  accessKeyHint?: string
+}
+
+/**
+ * The store's credentials were refused (authentication or authorization): no retry can fix it. Names the
+ * endpoint, the bucket and what the server said; never the secret, and only the start of the access key id.
+ */
+export class StoreAccessError extends Error {
+  override name = 'StoreAccessError'
+  readonly code: string
+  readonly httpStatus: number | undefined
+  constructor(
+    readonly endpoint: string,
+    readonly bucket: string,
+    refusal: AccessRefusal,
+  ) {
+    const status = refusal.httpStatus && !refusal.code.startsWith('HTTP ') ? `HTTP ${refusal.httpStatus}` : ''
+    const where = [refusal.code, status, refusal.operation ?? ''].filter(Boolean).join(', ')
+    const key = refusal.accessKeyHint ? `; access key id ${refusal.accessKeyHint}` : ''
+    const said = refusal.detail
+      ? `; ${refusal.httpStatus === undefined ? 'the SDK' : 'the server'} says: ${refusal.detail}`
+      : ''
+    super(
+      `artifact store at ${endpoint} refused access to bucket ${bucket}: ${explainRefusal(refusal.code)} (${where})${key}${said}`,
+    )
+    this.code = refusal.code
+    this.httpStatus = refusal.httpStatus
+  }
+}
+
+function explainRefusal(code: string): string {
+  switch (code) {
+    case 'SignatureDoesNotMatch':
+      return 'the request signature does not match: the secret access key is wrong for this access key id'
+    case 'InvalidAccessKeyId':
+    case 'XAdminUserNotFound': // versitygw's answer (a 404) for an access key id it has no user for
+      return 'the server does not know this access key id'
+    case 'AccessDenied':
+    case 'AllAccessDisabled':
+      return 'access denied: these credentials may not do this on the bucket'
+    case 'ExpiredToken':
+    case 'TokenRefreshRequired':
+      return 'the session token has expired'
+    case 'InvalidToken':
+      return 'the session token is invalid'
+    case 'RequestTimeTooSkewed':
+      return "this machine's clock is too far from the server's for the signature to be accepted"
+    case 'CredentialsProviderError':
+      return 'no credentials found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance role)'
+    default:
+      return code.startsWith('HTTP ')
+        ? 'the credentials were refused (a reply without a body: a wrong secret, an unknown access key id or no permission)'
+        : 'the credentials were refused'
+  }
+}

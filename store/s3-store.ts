@@ -23,9 +23,10 @@ import {
   type ObjectInfo,
   pageSizeOf,
 } from './artifact-store.ts'
-import { IntegrityError, NotFoundError, StoreUnavailableError } from './errors.ts'
+import { IntegrityError, NotFoundError } from './errors.ts'
 import { HashingStream, sha256Hex, VerifyingStream } from './hash.ts'
 import { assertValidKey, assertValidPrefix, RESERVED_PREFIX } from './key-check.ts'
+import { accessRefusalCode, classifyS3Error, httpStatus } from './s3-errors.ts'
 
 export interface S3StoreOptions {
   bucket: string
@@ -56,6 +57,7 @@ export class S3ArtifactStore implements ArtifactStore {
   readonly #bucket: string
   readonly #prefix: string
   readonly #endpointName: string
+  readonly #accessKeyId: string | undefined
 
   constructor(options: S3StoreOptions) {
     if (options.prefix !== '') assertValidPrefix(options.prefix)
@@ -76,6 +78,7 @@ export class S3ArtifactStore implements ArtifactStore {
       config.forcePathStyle = true
     }
     if (options.credentials) config.credentials = options.credentials
+    this.#accessKeyId = options.credentials?.accessKeyId
     this.#client = new S3Client(config)
   }
 
@@ -100,7 +103,7 @@ export class S3ArtifactStore implements ArtifactStore {
     try {
       await this.#multipart(tmp, data.pipe(hashing), {})
       const info: ObjectInfo = { key, sha256: hashing.digest(), bytes: hashing.bytes }
-      await this.#call(() =>
+      await this.#call(`CopyObject ${key}`, () =>
         this.#client.send(
           new CopyObjectCommand({
             Bucket: this.#bucket,
@@ -160,6 +163,7 @@ export class S3ArtifactStore implements ArtifactStore {
     assertValidKey(key)
     try {
       const out = await this.#call(
+        `HeadObject ${key}`,
         () => this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: this.#full(key) })),
         key,
       )
@@ -174,7 +178,7 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     assertValidPrefix(prefix)
-    const out = await this.#call(() =>
+    const out = await this.#call(`ListObjectsV2 ${prefix || '(all)'}`, () =>
       this.#client.send(
         new ListObjectsV2Command({
           Bucket: this.#bucket,
@@ -197,13 +201,15 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async delete(key: string): Promise<void> {
     assertValidKey(key)
-    await this.#call(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#full(key) })))
+    await this.#call(`DeleteObject ${key}`, () =>
+      this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#full(key) })),
+    )
   }
 
   /** Creates the bucket unless it exists already (local servers; a real bucket is made by its owner). */
   async createBucketIfMissing(): Promise<void> {
     try {
-      await this.#call(() => this.#client.send(new CreateBucketCommand({ Bucket: this.#bucket })))
+      await this.#call('CreateBucket', () => this.#client.send(new CreateBucketCommand({ Bucket: this.#bucket })))
     } catch (error) {
       const name = (error as Error).name
       if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error
@@ -226,7 +232,7 @@ export class S3ArtifactStore implements ArtifactStore {
 
   /** One PUT carrying the sha256 as metadata, so object and hash become visible together. */
   async #putObject(info: ObjectInfo, data: Uint8Array, conditions: { IfNoneMatch?: string }): Promise<void> {
-    await this.#call(() =>
+    await this.#call(`PutObject ${info.key}`, () =>
       this.#client.send(
         new PutObjectCommand({
           Bucket: this.#bucket,
@@ -242,6 +248,7 @@ export class S3ArtifactStore implements ArtifactStore {
   async #getObject(key: string) {
     assertValidKey(key)
     const out = await this.#call(
+      `GetObject ${key}`,
       () => this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#full(key) })),
       key,
     )
@@ -263,11 +270,14 @@ export class S3ArtifactStore implements ArtifactStore {
       leavePartsOnError: false,
     })
     if (faultsArmed()) upload.on('httpUploadProgress', (p) => multipartFault(fullKey, p, () => upload.abort()))
-    await this.#call(() => upload.done())
+    await this.#call(`multipart upload ${this.#relative(fullKey) ?? fullKey}`, () => upload.done())
   }
 
-  /** Maps SDK failures to the store's typed errors; anything else passes through for the retry policy. */
-  async #call<T>(request: () => Promise<T>, key?: string): Promise<T> {
+  /**
+   * Maps SDK failures to the store's typed errors (store/s3-errors.ts): NotFoundError, StoreUnavailableError,
+   * StoreAccessError; anything else passes through for the retry policy.
+   */
+  async #call<T>(operation: string, request: () => Promise<T>, key?: string): Promise<T> {
     try {
       return await request()
     } catch (error) {
@@ -276,35 +286,28 @@ export class S3ArtifactStore implements ArtifactStore {
       if (name === 'NoSuchBucket') {
         throw new Error(`bucket ${this.#bucket} does not exist at ${this.#endpointName}`, { cause: error })
       }
-      if (key !== undefined && (status === 404 || name === 'NoSuchKey' || name === 'NotFound')) {
+      const refused = accessRefusalCode(error) // before 404s: versitygw refuses an unknown key id with a 404
+      if (!refused && key !== undefined && (status === 404 || name === 'NoSuchKey' || name === 'NotFound')) {
         throw new NotFoundError(key, this.location)
       }
-      if (status === undefined && isNetworkError(error)) throw new StoreUnavailableError(this.#endpointName, error)
-      throw error
+      const accessKeyId = refused && refused !== 'CredentialsProviderError' ? await this.#signingKeyId() : undefined
+      throw classifyS3Error(error, {
+        endpoint: this.#endpointName,
+        bucket: this.#bucket,
+        operation,
+        ...(accessKeyId === undefined ? {} : { accessKeyId }),
+      })
     }
   }
-}
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-])
-
-function isNetworkError(error: unknown): boolean {
-  const e = error as { code?: string; name?: string; cause?: unknown; errors?: unknown[] } | undefined
-  if (!e) return false
-  if (e.code && NETWORK_CODES.has(e.code)) return true
-  if (e.name === 'TimeoutError') return true
-  if (Array.isArray(e.errors) && e.errors.some(isNetworkError)) return true // AggregateError from happy eyeballs
-  return e.cause !== undefined && e.cause !== error && isNetworkError(e.cause)
-}
-
-function httpStatus(error: unknown): number | undefined {
-  return (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode
+  /** The access key id requests are signed with (the SDK's credential chain unless given), for messages. */
+  async #signingKeyId(): Promise<string | undefined> {
+    if (this.#accessKeyId !== undefined) return this.#accessKeyId
+    try {
+      const credentials = this.#client.config.credentials
+      return typeof credentials === 'function' ? (await credentials()).accessKeyId : undefined
+    } catch {
+      return undefined
+    }
+  }
 }

@@ -110,7 +110,14 @@ export function createWorkerMetrics(role: string): WorkerMetrics {
     set(success, 'rollout/success_rate')
     set(gate, 'update/opd_gate_mean')
     set(parseRate, 'analyze/parse_rate')
-    for (const [term, name] of Object.entries(LOSS_TERMS)) set(loss, name, { term })
+    // A loss term that does not apply to this update (its term is off, or no token was distilled for opd) has
+    // no sample at all rather than NaN: Prometheus never sees NaN, and no value is left over from an earlier one
+    const distilled = (numberIn(stats, 'update/opd_tokens') ?? 0) > 0
+    for (const [term, name] of Object.entries(LOSS_TERMS)) {
+      const v = numberIn(stats, name)
+      if (v === undefined || (term === 'opd' && !distilled)) loss.remove({ run: runId, term })
+      else loss.set({ run: runId, term }, v)
+    }
   }
 
   function onComputed(phase: string, stats: unknown): void {

@@ -14,6 +14,7 @@ const retry = {
     'CheckpointError',
     'NonFiniteLossError',
     'InvalidKeyError',
+    'StoreAccessError',
   ],
 }
 

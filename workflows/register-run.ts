@@ -1,7 +1,10 @@
 // Deterministic: runs in the workflow sandbox.
 import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow'
 import type { Activities, ArtifactRef, RecordRunInput } from '../activities/index.ts'
+import { boundProblems, closestField, dottedPath } from '../seed/config.ts'
 import { assertValidRunId } from '../store/keys.ts'
+
+const INPUT_FIELDS = ['runId', 'config']
 
 const { recordRun } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -18,6 +21,12 @@ const { recordRun } = proxyActivities<Activities>({
  */
 export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
   const problems: string[] = []
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    for (const key of Object.keys(input).filter((k) => !INPUT_FIELDS.includes(k))) {
+      const suggestion = closestField(key, INPUT_FIELDS)
+      problems.push(`${dottedPath([key])}: unknown field${suggestion ? ` (did you mean ${suggestion}?)` : ''}`)
+    }
+  }
   try {
     assertValidRunId(input?.runId)
   } catch (error) {
@@ -32,6 +41,6 @@ export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
     problems.push('config: must be a JSON object')
   }
   if (problems.length > 0)
-    throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput')
+    throw ApplicationFailure.nonRetryable(`invalid run input: ${boundProblems(problems).join('; ')}`, 'InvalidRunInput')
   return recordRun(input)
 }

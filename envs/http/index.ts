@@ -1,3 +1,10 @@
 export { EnvHttpError, HttpEnvClient, type HttpEnvClientOptions, type RemoteStep } from './client.ts'
 export type { CreateRequest, StepReply } from './protocol.ts'
-export { type ServedEnv, type ServeOptions, serveEnv } from './server.ts'
+export {
+  DEFAULT_IDLE_TTL_MS,
+  DEFAULT_MAX_EPISODES,
+  formatDuration,
+  type ServedEnv,
+  type ServeOptions,
+  serveEnv,
+} from './server.ts'

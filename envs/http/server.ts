@@ -1,4 +1,6 @@
-// Serves any environment of ENVS over the AgentGym-style protocol (protocol.ts). Episodes live in memory by id.
+// Serves any environment of ENVS over the AgentGym-style protocol (protocol.ts). Episodes live in memory by id,
+// at most `maxEpisodes` at once; an episode no request has touched for `idleTtlMs` is evicted (checked lazily at
+// each request: the map is kept in order of last use, so a sweep only looks at the episodes it evicts).
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getEnv } from '../index.ts'
@@ -11,21 +13,62 @@ export interface ServeOptions {
   host?: string
   /** Largest accepted request body in bytes. */
   maxBodyBytes?: number
-}
-
-export interface ServedEnv {
-  url: string
-  port: number
-  close(): Promise<void>
+  /** Most episodes open at once (default 1,024); /create beyond it answers 429. */
+  maxEpisodes?: number
+  /** An episode no request touched for this long is evicted (default 30 minutes). */
+  idleTtlMs?: number
+  /** The clock, in milliseconds (tests); default Date.now. */
+  now?: () => number
 }
 
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly headers: Record<string, string> = {},
   ) {
     super(message)
   }
+}
+
+export const DEFAULT_MAX_EPISODES = 1024
+export const DEFAULT_IDLE_TTL_MS = 30 * 60_000
+
+/** 30 min, 90 s, 1.5 h: a duration as an operator reads it. */
+export function formatDuration(ms: number): string {
+  const round = (x: number) => String(Number(x.toFixed(1)))
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`
+  if (ms >= 1000) return `${round(ms / 1000)} s`
+  return `${round(ms)} ms`
+}
+
+const ID_PATTERN = /^(0|[1-9][0-9]*)$/
+const POST_ROUTES = new Set(['/create', '/reset', '/step', '/close'])
+
+/**
+ * An episode id as the protocol writes it: in a body, a JSON number whose value is a non-negative safe integer;
+ * in a query string, a plain decimal integer (/^(0|[1-9][0-9]*)$/). Everything else is a 400, never coerced:
+ * `[0]`, `"0"`, `true`, `null`, `-1`, `1.5`, 2^53 in a body; `0x0`, `1e0`, `00`, `+1`, `-1`, `1.5`, `` in a query.
+ * (JSON itself reads 1, 1.0 and 1e0 as the same number, so in a body they are the same id.)
+ */
+function parseEpisodeId(raw: unknown, where: 'body' | 'query'): number {
+  const id = where === 'query' ? (typeof raw === 'string' && ID_PATTERN.test(raw) ? Number(raw) : Number.NaN) : raw
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) {
+    const form =
+      where === 'query'
+        ? '?id= must be a non-negative integer in plain decimal'
+        : 'id must be a non-negative integer written as a JSON number'
+    const got = raw === undefined ? 'nothing' : JSON.stringify(raw)
+    throw new HttpError(400, `${form} (0, 1, 2, …: the id /create answered), got ${got}`)
+  }
+  return id
+}
+
+export interface ServedEnv {
+  url: string
+  port: number
+  close(): Promise<void>
 }
 
 function reply(result: StepResult | { observation: string; info: Episode['info'] }, ep: Episode): StepReply {
@@ -68,52 +111,103 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
   const env = getEnv(name)
   const host = options.host ?? '127.0.0.1'
   const limit = options.maxBodyBytes ?? 4 * 1024 * 1024
-  const episodes = new Map<number, Episode>()
+  const maxEpisodes = options.maxEpisodes ?? DEFAULT_MAX_EPISODES
+  const ttl = options.idleTtlMs ?? DEFAULT_IDLE_TTL_MS
+  const now = options.now ?? Date.now
+  if (!Number.isSafeInteger(maxEpisodes) || maxEpisodes < 1)
+    throw new RangeError(`maxEpisodes must be a positive integer, got ${maxEpisodes}`)
+  if (!Number.isFinite(ttl) || ttl <= 0)
+    throw new RangeError(`idleTtlMs must be a positive number of milliseconds, got ${ttl}`)
+  const idle = formatDuration(ttl)
+  /** Open episodes in order of last use, oldest first. */
+  const episodes = new Map<number, { episode: Episode; usedAt: number }>()
+  /** Ids evicted for idleness, so that their 404 says so; bounded, oldest forgotten first. */
+  const evicted = new Set<number>()
+  const EVICTED_REMEMBERED = 4 * maxEpisodes
   let nextId = 0
 
-  const episodeOf = (raw: unknown): [number, Episode] => {
-    const id = Number(raw)
-    const ep = episodes.get(id)
-    if (!Number.isInteger(id) || !ep) throw new HttpError(404, `no episode with id ${JSON.stringify(raw)}`)
-    return [id, ep]
+  /** Evicts every episode idle for the TTL or longer. */
+  const sweep = (t: number) => {
+    for (const [id, e] of episodes) {
+      if (t - e.usedAt < ttl) return
+      episodes.delete(id)
+      evicted.add(id)
+      if (evicted.size > EVICTED_REMEMBERED) evicted.delete(evicted.values().next().value as number)
+    }
+  }
+
+  const open = (id: number, episode: Episode) => {
+    episodes.delete(id) // to the end: the most recently used
+    episodes.set(id, { episode, usedAt: now() })
+  }
+
+  const episodeOf = (raw: unknown, where: 'body' | 'query'): [number, Episode] => {
+    const id = parseEpisodeId(raw, where)
+    const e = episodes.get(id)
+    if (!e) {
+      throw new HttpError(
+        404,
+        evicted.has(id)
+          ? `no episode with id ${id}: it was evicted after ${idle} idle; create a new one`
+          : `no episode with id ${id}: unknown, or closed (idle episodes are evicted after ${idle})`,
+      )
+    }
+    open(id, e.episode)
+    return [id, e.episode]
   }
 
   async function handle(req: IncomingMessage): Promise<unknown> {
     const url = new URL(req.url ?? '/', 'http://localhost')
     const route = `${req.method} ${url.pathname}`
     const query = Object.fromEntries(url.searchParams)
+    const body = req.method === 'POST' && POST_ROUTES.has(url.pathname) ? await readJson(req, limit) : {}
+    // from here on the handler runs without a pause: the sweep, the cap check and the insertion see one state,
+    // however many requests are in flight
+    const t = now()
+    sweep(t)
+    const queryId = () => {
+      const ids = url.searchParams.getAll('id')
+      if (ids.length > 1) throw new HttpError(400, `?id= given ${ids.length} times; give one episode id`)
+      return episodeOf(ids[0], 'query')[1]
+    }
     switch (route) {
       case 'POST /create': {
-        const body = await readJson(req, limit)
+        const task = taskOf(env, body)
+        if (episodes.size >= maxEpisodes) {
+          const [oldest] = episodes.values()
+          const retryAfter = oldest ? Math.max(1, Math.ceil((oldest.usedAt + ttl - t) / 1000)) : 1
+          throw new HttpError(
+            429,
+            `${episodes.size} episodes open, the cap; finished episodes are closed with /close or evicted after ${idle} idle`,
+            { 'retry-after': String(retryAfter) },
+          )
+        }
         const id = nextId++
-        episodes.set(id, env.reset(taskOf(env, body)))
+        open(id, env.reset(task))
         return { id }
       }
       case 'POST /reset': {
-        const body = await readJson(req, limit)
-        const [id] = episodeOf(body.id)
+        const [id] = episodeOf(body.id, 'body')
         const ep = env.reset(taskOf(env, body))
-        episodes.set(id, ep)
+        open(id, ep)
         return reply({ observation: ep.observation, info: ep.info }, ep)
       }
       case 'POST /step': {
-        const body = await readJson(req, limit)
-        const [, ep] = episodeOf(body.id)
+        const [id, ep] = episodeOf(body.id, 'body')
         if (typeof body.action !== 'string') throw new HttpError(400, 'action must be a string')
-        if (ep.done) throw new HttpError(409, `episode ${body.id} has ended after ${ep.stepCount} steps`)
+        if (ep.done) throw new HttpError(409, `episode ${id} has ended after ${ep.stepCount} steps`)
         return reply(ep.step(body.action), ep)
       }
       case 'GET /observation':
-        return { observation: episodeOf(query.id)[1].observation }
+        return { observation: queryId().observation }
       case 'GET /available_actions':
-        return { available_actions: episodeOf(query.id)[1].admissible() }
+        return { available_actions: queryId().admissible() }
       case 'GET /prompt':
-        return { prompt: episodeOf(query.id)[1].prompt({ compact: query.compact === 'true' }) }
+        return { prompt: queryId().prompt({ compact: query.compact === 'true' }) }
       case 'GET /trajectory':
-        return episodeOf(query.id)[1].trajectory()
+        return queryId().trajectory()
       case 'POST /close': {
-        const body = await readJson(req, limit)
-        const [id] = episodeOf(body.id)
+        const [id] = episodeOf(body.id, 'body')
         episodes.delete(id)
         return { closed: true }
       }
@@ -131,6 +225,8 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
       },
       (error: unknown) => {
         res.statusCode = error instanceof HttpError ? error.status : 500
+        for (const [name, value] of Object.entries(error instanceof HttpError ? error.headers : {}))
+          res.setHeader(name, value)
         res.setHeader('content-type', 'application/json')
         res.end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) }))
       },

@@ -1,25 +1,57 @@
 // `seedflow export` on a micro run written to a folder store by the real pipeline activities (3 iterations,
 // evaluated after iterations 1 and 2, retention keeping only the last checkpoint): a checkpoint comes out as a
 // plain folder whose files are the recorded ones; pruned checkpoints and pruned optimizer state are refused;
-// a damaged file fails the export without leaving a partial file.
+// a damaged or vanishing file fails the export without leaving an output folder, a temporary folder or a
+// partial file behind, and a folder that existed already is left as it was.
 import assert from 'node:assert/strict'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import { type ExportOptions, exportCommand } from '../../cli/export-command.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { sha256Hex } from '../../store/hash.ts'
+import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
+import type { Manifest } from '../../store/manifest.ts'
 import { microConfig } from '../activities/core/micro.ts'
 import { type MicroRun, runMicro } from '../activities/micro-run.ts'
 import { seedflow } from './seedflow-process.ts'
 
 const RUN = 'export-run'
 const quiet = { out: () => {} }
+
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  )
+
+/** The store, except that reading `file` of any checkpoint fails as if the blob vanished after its head. */
+function vanishing(store: ArtifactStore, file: string): ArtifactStore {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'getStream')
+        return async (key: string) => {
+          if (key.endsWith(`/${file}`)) throw Object.assign(new Error(`ENOENT: ${key} vanished`), { code: 'ENOENT' })
+          return target.getStream(key)
+        }
+      const value = Reflect.get(target, property, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+/** What an export leaves in the parent folder of `out`, besides `others`: the target and any temporary folder. */
+async function leftBeside(out: string, others: string[] = []): Promise<string[]> {
+  const name = out.split('/').at(-1) ?? ''
+  const entries = await readdir(dirname(out)).catch(() => [] as string[])
+  return entries.filter((e) => !others.includes(e) && (e === name || e.startsWith(`.${name}.partial`)))
+}
 
 describe('seedflow export', () => {
   let root: string
@@ -70,12 +102,23 @@ describe('seedflow export', () => {
   })
 
   it('refuses a checkpoint that retention pruned, saying when, why and where it is recorded', async () => {
-    await assert.rejects(
-      run({ iteration: '0' }),
-      new RegExp(
-        `the checkpoint runs/${RUN}/iterations/0000/checkpoint/ of run ${RUN} was pruned by retention on .*not evaluated; recorded in runs/${RUN}/retention/0001\\.json`,
-      ),
-    )
+    const record = `runs/${RUN}/retention/0001.json`
+    const prefix = `runs/${RUN}/iterations/0000/checkpoint/`
+    const entry = ((await getJson(store, record)) as Manifest).artifacts[`${prefix}model.safetensors`]
+    assert.ok(entry?.pruned, 'the retention record lists the pruned model')
+    const out = outDir()
+    await assert.rejects(run({ iteration: '0', out }), (e: Error) => {
+      assert.equal(e.name, 'RunInputError')
+      assert.equal(
+        e.message,
+        `the checkpoint ${prefix} of run ${RUN} was pruned by retention on ${entry.pruned?.at} (recorded in ${record}): ` +
+          'retention after iteration 1: not among the last 1 (iteration 1), no checkpoint evaluated yet, not evaluated; ' +
+          'raise retention.keepLast or set retention.keepEvaluated to keep such checkpoints',
+      )
+      assert.equal(e.message.split('(').length, e.message.split(')').length, 'balanced parentheses')
+      return true
+    })
+    assert.deepEqual(await leftBeside(out), [], 'a refused export makes no folder')
   })
 
   it('exports a kept checkpoint whose optimizer state was pruned, and refuses --optimizer for it', async () => {
@@ -91,9 +134,10 @@ describe('seedflow export', () => {
     const out = outDir()
     await run({ out })
     await assert.rejects(run({ out }), /model\.safetensors exists already: export into an empty folder/)
+    assert.deepEqual(await leftBeside(out), [out.split('/').at(-1)], 'no temporary folder beside it')
   })
 
-  it('fails on a damaged file, naming it, and leaves nothing behind', async () => {
+  it('fails on a damaged file, naming it, and leaves no output folder and no temporary folder behind', async () => {
     const key = keys.checkpoint(RUN, 2, 'config.json')
     const path = join(root, 'artifacts', key)
     const original = await readFile(path)
@@ -104,14 +148,56 @@ describe('seedflow export', () => {
     } finally {
       await writeFile(path, original)
     }
-    assert.deepEqual(await readdir(out), [], 'the files copied before the damaged one are taken back')
+    assert.deepEqual(await leftBeside(out), [], 'neither the target nor its temporary folder exists')
+  })
+
+  it('fails midway when a file vanishes from the store, leaving nothing behind, not even the parents it made', async () => {
+    const top = join(root, 'exports', `fresh-${n++}`)
+    const out = join(top, 'a', 'b')
+    // model.safetensors and config.json are copied before tokenizer.json fails
+    await assert.rejects(
+      exportCommand(RUN, { out }, quiet, vanishing(store, 'tokenizer.json')),
+      /tokenizer\.json vanished/,
+    )
+    assert.equal(await exists(top), false, 'the parent folders this export created are gone')
+    assert.deepEqual(await leftBeside(top), [])
+  })
+
+  it('leaves a folder that existed already as it was when the export fails, and fills it when it succeeds', async () => {
+    const empty = outDir()
+    await mkdir(empty, { recursive: true })
+    await assert.rejects(exportCommand(RUN, { out: empty }, quiet, vanishing(store, 'tokenizer.json')), /vanished/)
+    assert.deepEqual(await readdir(empty), [], 'the empty folder stays, empty')
+    assert.deepEqual(await leftBeside(empty, [empty.split('/').at(-1) ?? '']), [], 'no temporary folder')
+
+    const notes = outDir()
+    await mkdir(notes, { recursive: true })
+    await writeFile(join(notes, 'NOTES.md'), 'mine\n')
+    await assert.rejects(exportCommand(RUN, { out: notes }, quiet, vanishing(store, 'config.json')), /vanished/)
+    assert.deepEqual(await readdir(notes), ['NOTES.md'])
+    const files = await run({ out: notes })
+    assert.deepEqual((await readdir(notes)).sort(), ['NOTES.md', 'config.json', 'model.safetensors', 'tokenizer.json'])
+    assert.equal(await readFile(join(notes, 'NOTES.md'), 'utf8'), 'mine\n')
+    for (const f of files) assert.equal(sha256Hex(await readFile(join(notes, f.file))), f.sha256)
+    assert.deepEqual(await leftBeside(notes, [notes.split('/').at(-1) ?? '']), [], 'no temporary folder')
+  })
+
+  it('refuses a target that is a file', async () => {
+    const out = outDir()
+    await mkdir(dirname(out), { recursive: true })
+    await writeFile(out, 'not a folder')
+    await assert.rejects(run({ out }), new RegExp(`^RunInputError: ${out} exists and is not a folder`))
+    assert.equal(await readFile(out, 'utf8'), 'not a folder')
   })
 
   it('the binary exits 1 with the reason for a pruned checkpoint, and rejects an unknown run', async () => {
     const env = { SEEDFLOW_ARTIFACTS_DIR: join(root, 'artifacts'), SEEDFLOW_S3_BUCKET: '' }
     const pruned = await seedflow(['export', RUN, '--iteration', '0', '--out', outDir()], env)
     assert.equal(pruned.code, 1)
-    assert.match(pruned.err, /seedflow: the checkpoint .* was pruned by retention/)
+    assert.match(
+      pruned.err,
+      /^seedflow: the checkpoint .* was pruned by retention on .* \(recorded in .*\): retention after/,
+    )
     const unknown = await seedflow(['export', 'ghost', '--out', outDir()], env)
     assert.equal(unknown.code, 1)
     assert.match(unknown.err, /seedflow: unknown run ghost: no runs\/ghost\/run\.json/)

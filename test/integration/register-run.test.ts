@@ -119,6 +119,27 @@ describe('registerRun on the real dev server with the S3 store', () => {
     )
   })
 
+  it('rejects input with fields besides runId and config, writing nothing', async () => {
+    await assert.rejects(
+      client.workflow.execute(registerRun, {
+        taskQueue: TASK_QUEUE,
+        workflowId: 'slice-run-5',
+        args: [{ runId: 'slice-run-5', config: {}, confg: {}, foo: 1 } as never],
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof WorkflowFailedError)
+        const cause = e.cause as { type?: string; message?: string }
+        assert.equal(cause.type, 'InvalidRunInput')
+        assert.equal(
+          cause.message,
+          'invalid run input: confg: unknown field (did you mean config?); foo: unknown field',
+        )
+        return true
+      },
+    )
+    assert.equal(await store.head(keys.runRecord('slice-run-5')), undefined)
+  })
+
   it('has the custom search attributes of DESIGN.md section 9 registered', async () => {
     const response = await connection.operatorService.listSearchAttributes({ namespace: 'default' })
     const custom = response.customAttributes ?? {}

@@ -2,15 +2,8 @@
 // how overrides combine with the run configuration, and their validation with every bad field path. Pure: the
 // workflows validate an override before they accept it.
 import { z } from 'zod'
-import {
-  boundProblems,
-  dottedPath,
-  fieldsAt,
-  parseRunConfig,
-  RunConfigSchema,
-  Stage2Schema,
-  unknownFieldProblem,
-} from './config.ts'
+import { parseRunConfig, RunConfigSchema, Stage2Schema } from './config.ts'
+import { boundProblems, dottedPath, fieldsAt, unknownFieldProblem } from './config-problems.ts'
 
 /**
  * Stage 2's settings, less those the run plan is derived from (iterations, tasks per step and group size fix the

@@ -1,7 +1,8 @@
 // Deterministic: runs in the workflow sandbox.
 import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow'
 import type { Activities, ArtifactRef, RecordRunInput } from '../activities/index.ts'
-import { boundProblems, closestField, dottedPath } from '../seed/config.ts'
+import { bounded } from '../infra/bounded-text.ts'
+import { boundProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import { assertValidRunId } from '../store/keys.ts'
 
 const INPUT_FIELDS = ['runId', 'config']
@@ -20,13 +21,7 @@ const { recordRun } = proxyActivities<Activities>({
  * for now the thin slice that proves worker, activity and store end to end.
  */
 export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
-  const problems: string[] = []
-  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-    for (const key of Object.keys(input).filter((k) => !INPUT_FIELDS.includes(k))) {
-      const suggestion = closestField(key, INPUT_FIELDS)
-      problems.push(`${dottedPath([key])}: unknown field${suggestion ? ` (did you mean ${suggestion}?)` : ''}`)
-    }
-  }
+  const problems = unknownKeyProblems(input, INPUT_FIELDS)
   try {
     assertValidRunId(input?.runId)
   } catch (error) {
@@ -34,7 +29,7 @@ export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
   }
   if (input?.runId !== workflowInfo().workflowId) {
     problems.push(
-      `runId: ${JSON.stringify(input?.runId)} differs from the workflow id ${JSON.stringify(workflowInfo().workflowId)}`,
+      `runId: ${bounded(JSON.stringify(input?.runId) ?? 'undefined', 200)} differs from the workflow id ${JSON.stringify(workflowInfo().workflowId)}`,
     )
   }
   if (typeof input?.config !== 'object' || input.config === null || Array.isArray(input.config)) {

@@ -14,7 +14,9 @@ import {
 } from '@temporalio/workflow'
 import type { HyperparameterChange } from '../activities/hyperparameters.ts'
 import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
+import { bounded } from '../infra/bounded-text.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
+import { boundProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
 import { type OperatorWait, RunAborted } from './operator.ts'
@@ -93,14 +95,21 @@ export interface SeedRunResult {
   aborted?: string
 }
 
+/** The fields of a seedRun input; any other is refused (a typo would otherwise be stored and ignored). */
+const SEED_RUN_INPUT_FIELDS = ['runId', 'config', 'state']
+
 export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
   const { workflowId } = workflowInfo()
-  if (input?.runId !== workflowId) {
+  const problems = unknownKeyProblems(input, SEED_RUN_INPUT_FIELDS)
+  if (input?.runId !== workflowId)
+    problems.push(
+      `runId: ${bounded(JSON.stringify(input?.runId) ?? 'undefined', 200)} differs from the workflow id ${JSON.stringify(workflowId)}`,
+    )
+  if (problems.length > 0)
     throw ApplicationFailure.nonRetryable(
-      `runId: ${JSON.stringify(input?.runId)} differs from the workflow id ${JSON.stringify(workflowId)}`,
+      `invalid run input:\n${boundProblems(problems).join('\n')}`,
       'InvalidRunConfig',
     )
-  }
   const carried = input.state
   const status: RunStatus = {
     runId: input.runId,

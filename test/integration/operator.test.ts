@@ -195,7 +195,10 @@ describe('operating a run: awaiting an operator, retry, pause, resume, setHyperp
     assert.deepEqual(await phaseManifests(runId), before, 'no phase finished while paused')
     const shown = await seedflow(['status', runId], env())
     assert.equal(shown.code, 0, shown.err)
-    assert.match(shown.out, /paused +yes, held between phases/)
+    // held at a boundary: the phase that starts on resume is named, in the phase line and the pause line
+    const next = /paused +yes, held before (\S.*?) — resume with/.exec(shown.out)?.[1]
+    assert.ok(next, shown.out)
+    assert.match(shown.out, new RegExp(`phase +(iteration \\d+: )?held before ${next}\\n`))
     assert.match(shown.out, /iterations +\[[#-]+\] \d\/3/)
 
     const change = await handle.executeUpdate(setHyperparametersUpdate, { args: [{ stage2: { clipHigh: 0.25 } }] })

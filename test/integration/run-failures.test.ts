@@ -103,6 +103,26 @@ describe('failure paths end cleanly (real servers)', () => {
     assert.doesNotMatch(status.out, /phase +prepare/)
   })
 
+  it('refuses a seedRun input with a field besides runId, config and state, writing nothing', async () => {
+    const runId = `extra-input-${process.pid}`
+    const error = await harness.client.workflow
+      .execute(seedRun, {
+        taskQueue: TASK_QUEUES.control,
+        workflowId: runId,
+        args: [{ runId, config: config(), confg: {} } as never],
+        workflowExecutionTimeout: '1 minute',
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+    assert.ok(error instanceof WorkflowFailedError, String(error))
+    assert.ok(error.cause instanceof ApplicationFailure)
+    assert.equal(error.cause.type, 'InvalidRunConfig')
+    assert.match(error.cause.message, /confg: unknown field \(did you mean config\?\)/)
+    assert.deepEqual(await allKeys(harness.store, `runs/${runId}/`), [])
+  })
+
   it('`seedflow abort` cancels an activity that is retrying after failures instead of waiting it out', async () => {
     const runId = `abort-retrying-${process.pid}`
     faults.set('update', { runPrefix: runId, error: () => new Error('flaky update'), calls: 0 })

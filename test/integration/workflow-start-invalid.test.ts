@@ -179,7 +179,7 @@ describe('malformed run input (real Temporal CLI, real dev server)', () => {
     await temporalStart(workflowId, input)
     const failure = await failureOf(harness.client, workflowId)
     assert.equal(failure.type, 'InvalidRunConfig')
-    assert.match(failure.message, /^runId: undefined differs from the workflow id/)
+    assert.match(failure.message, /^invalid run input:\nrunId: undefined differs from the workflow id/)
   })
 
   it('has `seedflow run` reject the same configuration file before starting anything', async () => {

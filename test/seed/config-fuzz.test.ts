@@ -5,11 +5,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   cpuSokobanPreset,
-  dottedPath,
   MAX_NAME_LENGTH,
   MAX_PATH_LENGTH,
-  MAX_PROBLEM_LENGTH,
-  MAX_PROBLEMS,
   MAX_URL_LENGTH,
   paperPreset,
   parseRunConfig,
@@ -17,6 +14,7 @@ import {
   runConfig,
   smokeSokobanPreset,
 } from '../../seed/config.ts'
+import { dottedPath, MAX_PROBLEM_LENGTH, MAX_PROBLEMS } from '../../seed/config-problems.ts'
 import { checkOverrides } from '../../seed/hyperparameters.ts'
 import { microConfig, microImportedConfig } from '../activities/core/micro.ts'
 import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs, namesPath } from './malformed-configs.ts'

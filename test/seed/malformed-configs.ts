@@ -6,7 +6,8 @@
 // (negative, beyond the maximum, non-integers, huge), huge strings, values nested 1000 deep, arrays where objects
 // are expected, null. Every generated config survives a JSON round trip (no NaN, no Infinity).
 import { z } from 'zod'
-import { cpuSokobanPreset, dottedPath, type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
+import { cpuSokobanPreset, type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
+import { dottedPath } from '../../seed/config-problems.ts'
 
 export type FieldPath = (string | number)[]
 

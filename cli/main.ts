@@ -216,5 +216,5 @@ try {
   await program.parseAsync()
 } catch (error) {
   process.stderr.write(`seedflow: ${describeError(error)}\n`)
-  process.exitCode = 1
+  process.exitCode ||= 1
 }

@@ -92,12 +92,16 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
   }
 
   let wake: () => void = () => {}
+  // stop() cancels a poll in flight: a query the run cannot answer now (its worker gone) must not hold the exit
+  let cancel = new AbortController()
   const loop = (async () => {
     while (!stopped) {
       try {
-        await poll()
+        cancel = new AbortController()
+        await client.withAbortSignal(cancel.signal, poll)
         failures = 0
       } catch (error) {
+        if (stopped) break
         if (++failures === 3) print(`progress unavailable: ${(error as Error).message}`)
       }
       await new Promise<void>((resolve) => {
@@ -114,11 +118,13 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
     async stop(final) {
       stopped = true
       wake()
+      cancel.abort()
       await loop
       // the evaluations the polls missed, from the run's result: no query (a closed workflow's query needs a
       // worker to replay it, and the caller's may be shutting down)
       for (const e of final?.slice(evaluationsShown) ?? [])
         print(`[${clock()}] evaluation ${e.label}: ${formatEvaluation(e)}`)
+      evaluationsShown = Math.max(evaluationsShown, final?.length ?? 0)
     },
   }
 }

@@ -101,20 +101,33 @@ export async function runCommand(configPath: string | undefined, options: { runI
     say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}`)
     try {
       const watcher = watchRun(client, runId, say)
-      // The watcher stops as soon as the workflow closes, while the worker still runs: a query sent after the
-      // only worker has shut down would wait for one; the final evaluations come from the result.
-      const result = await local.runUntil(
-        handle.result().then(
-          async (r) => {
+      // Ctrl-C (or a TERM): the SDK shuts the worker down; the run itself goes on, on the server
+      let interrupted: NodeJS.Signals | undefined
+      const onSignal = (signal: NodeJS.Signals) => {
+        interrupted ??= signal
+      }
+      for (const signal of INTERRUPTS) process.once(signal, onSignal)
+      let result: SeedRunResult
+      try {
+        // The watcher stops as soon as the workflow closes, while the worker still runs: a query sent after the
+        // only worker has shut down would wait for one; the final evaluations come from the result.
+        result = await local.runUntil(
+          handle.result().then(async (r) => {
             await watcher.stop(r.evaluations)
             return r
-          },
-          async (error: unknown) => {
-            await watcher.stop()
-            throw error
-          },
-        ),
-      )
+          }),
+        )
+      } catch (error) {
+        if (!interrupted) throw error
+        process.exitCode = 130
+        throw new CliError(
+          `interrupted (${interrupted}): run ${runId} goes on at ${target.connectionOptions.address ?? 'the Temporal server'} ` +
+            `without this worker; \`seedflow worker\` continues it, \`seedflow abort ${runId}\` ends it, \`seedflow status ${runId}\` shows it`,
+        )
+      } finally {
+        for (const signal of INTERRUPTS) process.off(signal, onSignal)
+        await watcher.stop() // a failed run, or Ctrl-C (the worker shut down first); polls no more either way
+      }
       printSummary(
         runId,
         result,
@@ -130,6 +143,8 @@ export async function runCommand(configPath: string | undefined, options: { runI
     await connection.close()
   }
 }
+
+const INTERRUPTS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']
 
 /** Starts the seedRun workflow; a run of that id that is still running, or a refused start, is a CliError. */
 async function startRun(client: Client, runId: string, config: RunConfig, address: string | undefined) {

@@ -14,7 +14,12 @@ export interface SeedflowResult {
   lines: { at: number; text: string }[]
 }
 
-export function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<SeedflowResult> {
+/** `onLine`: called with each stdout line as it comes, and a way to signal the process (Ctrl-C tests). */
+export function seedflow(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onLine?: (text: string, signal: (name: NodeJS.Signals) => void) => void,
+): Promise<SeedflowResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
     let out = ''
@@ -26,7 +31,10 @@ export function seedflow(args: string[], env: NodeJS.ProcessEnv): Promise<Seedfl
       const at = Date.now()
       const parts = (partial + d).split('\n')
       partial = parts.pop() ?? ''
-      for (const text of parts) lines.push({ at, text })
+      for (const text of parts) {
+        lines.push({ at, text })
+        onLine?.(text, (name) => child.kill(name))
+      }
     })
     child.stderr.on('data', (d) => {
       err += d

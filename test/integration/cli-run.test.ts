@@ -56,6 +56,26 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     assert.ok(lag < 2, `the table came ${lag.toFixed(1)} s after the workflow closed`)
   })
 
+  it('on Ctrl-C stops its worker and says the run goes on, exit 130', async () => {
+    const c = microConfig('seed')
+    const file = join(dir, 'long.json')
+    writeFileSync(file, JSON.stringify({ ...c, stage2: { ...c.stage2, iterations: 50 } }))
+    const runId = `cli-interrupt-${process.pid}`
+    let sent = false
+    const r = await seedflow(['run', file, '--run-id', runId], env, (line, signal) => {
+      if (!sent && /iteration 0 \(1 of 50\)/.test(line)) {
+        sent = true
+        signal('SIGINT')
+      }
+    })
+    assert.ok(sent, r.out)
+    assert.equal(r.code, 130, `${r.out}\n${r.err}`)
+    assert.match(r.err, new RegExp(`interrupted \\(SIGINT\\): run ${runId} goes on at .*seedflow abort ${runId}`))
+    const handle = client().workflow.getHandle(runId)
+    assert.equal((await handle.describe()).status.name, 'RUNNING')
+    await handle.terminate('test over')
+  })
+
   it('rejects an invalid file with every bad field path, before starting anything', async () => {
     const c = microConfig('seed')
     const file = join(dir, 'bad.json')

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { Client, Connection, type ConnectionOptions, WorkflowExecutionAlreadyStartedError } from '@temporalio/client'
 import { DefaultLogger, Runtime, type RuntimeOptions } from '@temporalio/worker'
-import { boundedMessage } from '../infra/bounded-text.ts'
+import { bounded, boundedMessage } from '../infra/bounded-text.ts'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
 import { cpuSokobanPreset, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -94,8 +94,8 @@ export async function runCommand(configPath: string | undefined, options: { runI
         store,
       })
     } catch (error) {
-      const reason = `seedflow run could not start its worker: ${(error as Error).message}`
-      await handle.terminate(reason.slice(0, 1000)).catch(() => {})
+      const reason = `seedflow run could not start its worker: ${boundedMessage(error)}`
+      await handle.terminate(bounded(reason, 1000)).catch(() => {})
       throw new CliError(`${reason} (run ${runId} terminated)`)
     }
     say(`worker on task queues ${Object.values(TASK_QUEUES).join(', ')}`)

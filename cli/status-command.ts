@@ -8,7 +8,7 @@ import {
 } from '@temporalio/client'
 import { bounded } from '../infra/bounded-text.ts'
 import { iterationStatusQuery } from '../workflows/operator.ts'
-import { type RunStatus, type SeedRunResult, statusQuery } from '../workflows/seed-run.ts'
+import { type Evaluation, type RunStatus, type SeedRunResult, statusQuery } from '../workflows/seed-run.ts'
 import { operatorHint } from './operator-hints.ts'
 import { formatEvaluation } from './progress.ts'
 import { CliError, connectToRun, type RunClient } from './run-client.ts'
@@ -61,6 +61,13 @@ export interface ChildView {
   held: boolean
 }
 
+/** The `evaluations` block of status: one aligned line per held-out evaluation (none without any). */
+function evaluationLines(evaluations: readonly Evaluation[]): string[] {
+  if (evaluations.length === 0) return []
+  const width = Math.max(...evaluations.map((e) => e.label.length))
+  return ['  evaluations', ...evaluations.map((e) => `    ${e.label.padEnd(width)}  ${formatEvaluation(e)}`)]
+}
+
 /** The status lines of a run (pure: the status and the iteration child's phase, if any). */
 export function formatStatus(status: RunStatus, workflow: string, child?: ChildView): string[] {
   const lines: string[] = []
@@ -92,11 +99,7 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
     for (const line of wait.message.split('\n')) lines.push(`    ${line}`)
     lines.push(`    then: ${operatorHint(wait.type, status.runId)}`)
   }
-  if (status.evaluations.length > 0) {
-    lines.push('  evaluations')
-    const width = Math.max(...status.evaluations.map((e) => e.label.length))
-    for (const e of status.evaluations) lines.push(`    ${e.label.padEnd(width)}  ${formatEvaluation(e)}`)
-  }
+  lines.push(...evaluationLines(status.evaluations))
   if (status.hyperparameters.length > 0) {
     lines.push('  hyperparameter changes')
     for (const c of status.hyperparameters)
@@ -153,11 +156,7 @@ export function formatResult(result: SeedRunResult): string[] {
       ? `  outcome     aborted: ${result.aborted ?? '(no reason given)'}`
       : '  outcome     completed',
   ]
-  if (result.evaluations.length > 0) {
-    lines.push('  evaluations')
-    const width = Math.max(...result.evaluations.map((e) => e.label.length))
-    for (const e of result.evaluations) lines.push(`    ${e.label.padEnd(width)}  ${formatEvaluation(e)}`)
-  }
+  lines.push(...evaluationLines(result.evaluations))
   if (result.checkpoint)
     lines.push(`  checkpoint  ${result.checkpoint.prefix} (model sha256 ${result.checkpoint.sha256})`)
   return lines

@@ -199,3 +199,11 @@ export function unknownKeyProblems(input: unknown, fields: readonly string[]): s
       return `${dottedPath([key])}: unknown field${suggestion ? ` (did you mean ${suggestion}?)` : ''}`
     })
 }
+
+/** The problem of a workflow input whose run id is not the workflow id (the given id bounded), else none. */
+export function runIdProblems(runId: unknown, workflowId: string): string[] {
+  if (runId === workflowId) return []
+  return [
+    `runId: ${bounded(JSON.stringify(runId) ?? 'undefined', 200)} differs from the workflow id ${JSON.stringify(workflowId)}`,
+  ]
+}

@@ -1,8 +1,7 @@
 // Deterministic: runs in the workflow sandbox.
 import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow'
 import type { Activities, ArtifactRef, RecordRunInput } from '../activities/index.ts'
-import { bounded } from '../infra/bounded-text.ts'
-import { boundProblems, unknownKeyProblems } from '../seed/config-problems.ts'
+import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import { assertValidRunId } from '../store/keys.ts'
 
 const INPUT_FIELDS = ['runId', 'config']
@@ -27,11 +26,7 @@ export async function registerRun(input: RecordRunInput): Promise<ArtifactRef> {
   } catch (error) {
     problems.push(`runId: ${(error as Error).message}`)
   }
-  if (input?.runId !== workflowInfo().workflowId) {
-    problems.push(
-      `runId: ${bounded(JSON.stringify(input?.runId) ?? 'undefined', 200)} differs from the workflow id ${JSON.stringify(workflowInfo().workflowId)}`,
-    )
-  }
+  problems.push(...runIdProblems(input?.runId, workflowInfo().workflowId))
   if (typeof input?.config !== 'object' || input.config === null || Array.isArray(input.config)) {
     problems.push('config: must be a JSON object')
   }

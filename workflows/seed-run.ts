@@ -14,9 +14,8 @@ import {
 } from '@temporalio/workflow'
 import type { HyperparameterChange } from '../activities/hyperparameters.ts'
 import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
-import { bounded } from '../infra/bounded-text.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
-import { boundProblems, unknownKeyProblems } from '../seed/config-problems.ts'
+import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
 import { type OperatorWait, RunAborted } from './operator.ts'
@@ -100,11 +99,7 @@ const SEED_RUN_INPUT_FIELDS = ['runId', 'config', 'state']
 
 export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
   const { workflowId } = workflowInfo()
-  const problems = unknownKeyProblems(input, SEED_RUN_INPUT_FIELDS)
-  if (input?.runId !== workflowId)
-    problems.push(
-      `runId: ${bounded(JSON.stringify(input?.runId) ?? 'undefined', 200)} differs from the workflow id ${JSON.stringify(workflowId)}`,
-    )
+  const problems = [...unknownKeyProblems(input, SEED_RUN_INPUT_FIELDS), ...runIdProblems(input?.runId, workflowId)]
   if (problems.length > 0)
     throw ApplicationFailure.nonRetryable(
       `invalid run input:\n${boundProblems(problems).join('\n')}`,

@@ -2,20 +2,18 @@
 // listening): the phase fails with StoreUnavailableError naming the endpoint (not an XML parse error), is
 // retried, and the run then waits for an operator with that message instead of failing.
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection } from '@temporalio/client'
 import { DefaultLogger, Runtime } from '@temporalio/worker'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
-import { type S3Server, startS3Server } from '../../infra/s3-server.ts'
-import { toolPaths } from '../../infra/tools.ts'
+import type { S3Server } from '../../infra/s3-server.ts'
 import { S3ArtifactStore } from '../../store/s3-store.ts'
 import { createLocalWorker, type LocalWorker } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
 import { statusQuery } from '../../workflows/seed-run.ts'
 import { microConfig } from '../activities/core/micro.ts'
-import { testServers } from './servers.ts'
+import { startOwnS3Server, testServers } from './servers.ts'
 import { until } from './until.ts'
 
 describe('the S3 server stopped during a run (real dev server, own S3 server behind the gate)', () => {
@@ -28,14 +26,7 @@ describe('the S3 server stopped during a run (real dev server, own S3 server beh
 
   before(async () => {
     Runtime.install({ logger: new DefaultLogger('ERROR') })
-    const stateDir = join(testServers().stateDir, `s3-down-${process.pid}`)
-    server = await startS3Server({
-      binary: toolPaths().versitygw,
-      stateDir,
-      dataDir: join(stateDir, 'data'),
-      bucket: 'down-mid-run',
-      detached: false,
-    })
+    server = await startOwnS3Server('down-mid-run')
     store = new S3ArtifactStore(server.storeOptions())
     engine = createLocalEngine({ threads: 1 })
     local = await createLocalWorker({

@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { startS3Server } from '../../infra/s3-server.ts'
-import { toolPaths } from '../../infra/tools.ts'
 import { StoreUnavailableError } from '../../store/errors.ts'
 import { S3ArtifactStore } from '../../store/s3-store.ts'
-import { testServers } from './servers.ts'
+import { startOwnS3Server } from './servers.ts'
 
 // The first test stops the whole server (the gate too: a direct connection failure). The second stops only the
 // S3 server behind the conditional-write gate (issue 16, bug 6): the gate's reply used to reach the store as
 // `@aws-sdk XML parse error: unexpected content` (a plain-text 502); it must be the same StoreUnavailableError.
 
 test('a stopped S3 server fails fast with an error naming the endpoint', async () => {
-  const stateDir = join(testServers().stateDir, 'unreachable')
-  const server = await startS3Server({
-    binary: toolPaths().versitygw,
-    stateDir,
-    dataDir: join(stateDir, 'data'),
-    bucket: 'gone',
-    detached: false,
-  })
+  const server = await startOwnS3Server('gone')
   const store = new S3ArtifactStore(server.storeOptions())
   try {
     await store.put('x/y.txt', Buffer.from('hello'))
@@ -39,14 +29,7 @@ test('a stopped S3 server fails fast with an error naming the endpoint', async (
 })
 
 test('the S3 server stopped behind the conditional-write gate is StoreUnavailableError too', async () => {
-  const stateDir = join(testServers().stateDir, 'unreachable-behind-gate')
-  const server = await startS3Server({
-    binary: toolPaths().versitygw,
-    stateDir,
-    dataDir: join(stateDir, 'data'),
-    bucket: 'gone-behind-gate',
-    detached: false,
-  })
+  const server = await startOwnS3Server('gone-behind-gate')
   const store = new S3ArtifactStore(server.storeOptions())
   try {
     await store.put('x/y.txt', Buffer.from('hello'))

@@ -1,4 +1,6 @@
-import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../../infra/s3-server.ts'
+import { join } from 'node:path'
+import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION, type S3Server, startS3Server } from '../../infra/s3-server.ts'
+import { toolPaths } from '../../infra/tools.ts'
 import { S3ArtifactStore } from '../../store/s3-store.ts'
 
 /** Environment variables through which test/run.ts hands its servers to the integration tier. */
@@ -36,5 +38,20 @@ export function testS3Store(prefix: string): S3ArtifactStore {
     endpoint: s3Endpoint,
     region: LOCAL_S3_REGION,
     credentials: LOCAL_S3_CREDENTIALS,
+  })
+}
+
+/**
+ * An S3 server of the test's own (versitygw behind its conditional-write gate) under the run's state folder,
+ * for tests that stop it; `name` names its folder and its bucket. The caller stops it.
+ */
+export function startOwnS3Server(name: string): Promise<S3Server> {
+  const stateDir = join(testServers().stateDir, name)
+  return startS3Server({
+    binary: toolPaths().versitygw,
+    stateDir,
+    dataDir: join(stateDir, 'data'),
+    bucket: name,
+    detached: false,
   })
 }

@@ -18,7 +18,7 @@ import {
   GATE_UNREACHABLE_HEADER,
   unavailableCause,
 } from '../../store/s3-errors.ts'
-import { S3ArtifactStore } from '../../store/s3-store.ts'
+import { S3ArtifactStore, type S3StoreOptions } from '../../store/s3-store.ts'
 
 const ENDPOINT = 'http://127.0.0.1:9000'
 const BUCKET = 'runs-bucket'
@@ -194,6 +194,17 @@ const SIGNATURE_XML =
   '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we ' +
   `calculated does not match the signature you provided.</Message><AWSAccessKeyId>${KEY_ID}</AWSAccessKeyId></Error>`
 
+/** A store on `endpoint` with the test's bucket and key pair. */
+const storeAt = (endpoint: string, options: Partial<S3StoreOptions> = {}) =>
+  new S3ArtifactStore({
+    bucket: BUCKET,
+    prefix: '',
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
+    ...options,
+  })
+
 describe('the S3 store through the real SDK against canned replies', () => {
   let canned: { server: Server; endpoint: string }
   let store: S3ArtifactStore
@@ -205,14 +216,7 @@ describe('the S3 store through the real SDK against canned replies', () => {
       if (method === 'GET') return { status: 403, body: SIGNATURE_XML }
       return { status: 503, type: 'text/html', body: '<html><h1>503 Service Temporarily Unavailable</h1></html>' }
     })
-    store = new S3ArtifactStore({
-      bucket: BUCKET,
-      prefix: 'p',
-      endpoint: canned.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
-      maxAttempts: 1,
-    })
+    store = storeAt(canned.endpoint, { prefix: 'p', maxAttempts: 1 })
   })
 
   after(async () => {
@@ -262,13 +266,7 @@ describe('the conditional-write gate in front of a server that is gone', () => {
   before(async () => {
     upstream = await freePort() // nothing listens there
     gate = await startConditionalWriteGate({ host: '127.0.0.1', port: upstream })
-    store = new S3ArtifactStore({
-      bucket: BUCKET,
-      prefix: '',
-      endpoint: gate.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
-    })
+    store = storeAt(gate.endpoint)
   })
 
   after(async () => {

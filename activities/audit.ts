@@ -56,7 +56,7 @@ const PHASE_MANIFEST = /^(?:iterations\/(\d{4})\/)?([a-z0-9]+)\/(\d{4})(?:\.atte
 const ITERATION_MANIFEST = /^iterations\/(\d{4})\/manifest(?:\.attempt-(\d+))?\.json$/
 const RETENTION_RECORD = /^retention\/\d{4}\.json$/
 /** Run-level phases in the order a run writes them. */
-const STAGE_ORDER = ['warmstart', 'import', 'annotate', 'sft', 'evaluate']
+const STAGE_ORDER = ['fork', 'warmstart', 'import', 'annotate', 'sft', 'evaluate']
 
 interface Located {
   key: string

@@ -7,7 +7,7 @@ import {
 } from '../policy/checkpoint.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { CHECKPOINT_FILES, type CheckpointFile } from '../store/keys.ts'
-import type { CheckpointRef } from './pipeline-types.ts'
+import type { CheckpointRef } from './contracts.ts'
 
 export interface OptimizerState {
   step: number

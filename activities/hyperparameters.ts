@@ -3,7 +3,6 @@
 // (`runs/<id>/configs/<sha256>.json`). A RunRef whose configSha256 is not the run record's names one of these:
 // the activities read and hash the effective configuration, so a phase computed before a change is not reused
 // after it (the phase wrapper recomputes it under a new attempt).
-import { ApplicationFailure } from '@temporalio/common'
 import { parseRunConfig } from '../seed/config.ts'
 import { effectiveConfig, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
@@ -11,26 +10,9 @@ import { NotFoundError } from '../store/errors.ts'
 import { sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
-import type { RunRef } from './pipeline-types.ts'
-import type { ArtifactRef, RunRecord } from './record-run.ts'
-
-/** One accepted change, as the workflow records it (its status query and continueAsNew carry the list). */
-export interface HyperparameterChange {
-  /** 0, 1, … in the order the run accepted them. */
-  seq: number
-  source: 'setHyperparameters' | 'retryIteration'
-  /** The iteration and phase the run was in when the change was accepted. */
-  iteration: number
-  phase: string
-  /** The change as given. */
-  overrides: HyperparameterOverrides
-  /** Every change so far, this one included: what the effective configuration adds to the run's. */
-  cumulative: HyperparameterOverrides
-  /** Workflow time of acceptance (ISO 8601). */
-  at: string
-  /** The effective configuration's hash after the change (set once recorded). */
-  configSha256?: string
-}
+import type { ArtifactRef, HyperparameterChange, RunRef } from './contracts.ts'
+import { fatal } from './failures.ts'
+import type { RunRecord } from './record-run.ts'
 
 /** `runs/<id>/configs/<sha256>.json`: an effective configuration and how it came from the run's. */
 export interface EffectiveConfigRecord {
@@ -40,10 +22,6 @@ export interface EffectiveConfigRecord {
   baseConfigSha256: string
   overrides: HyperparameterOverrides
   config: unknown
-}
-
-function fatal(message: string, type: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(message, type)
 }
 
 /**

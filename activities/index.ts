@@ -4,7 +4,8 @@ import type { PhaseCounters } from './phase.ts'
 import { createPipelineActivities } from './pipeline.ts'
 import { createRecordRunActivities } from './record-run.ts'
 
-export type { ArtifactRef, RecordRunInput, RunRecord } from './record-run.ts'
+export type { ArtifactRef } from './contracts.ts'
+export type { RecordRunInput, RunRecord } from './record-run.ts'
 
 /** Every activity, over injected dependencies; workers are the only callers with real ones. */
 export function createActivities(deps: {

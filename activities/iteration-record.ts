@@ -9,26 +9,10 @@ import { canonicalJson, getJson, putJson, putJsonIfAbsent } from '../store/json.
 import { keys } from '../store/keys.ts'
 import { type Manifest, type ManifestEntry, manifestEntry } from '../store/manifest.ts'
 import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
+import type { ArtifactRef, RecordIterationInput, RecordIterationSummary, RunRef, Snapshot } from './contracts.ts'
 import { type IterationMetricName, iterationMetrics, METRIC_PHASES, type MetricPhase } from './iteration-metrics.ts'
 import { type PhaseCounters, type PhaseManifest, runPhase } from './phase.ts'
-import type { Snapshot } from './pipeline.ts'
-import type { PhaseSummary, RunRef } from './pipeline-types.ts'
-import type { ArtifactRef } from './record-run.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
-
-export interface RecordIterationInput {
-  run: RunRef
-  iteration: number
-  algorithm: string
-  snapshot: ArtifactRef
-  /** Each phase's manifest keys (the phase summaries' `manifestKey`), in shard order; [] for a phase that did not run. */
-  manifests: Record<MetricPhase, string[]>
-}
-
-export interface RecordIterationSummary extends PhaseSummary {
-  /** manifest.json: every artifact of the iteration. */
-  manifest: ArtifactRef
-}
 
 /** What metrics.json holds. */
 export interface IterationMetricsRecord {

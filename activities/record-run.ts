@@ -3,19 +3,13 @@ import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
+import type { ArtifactRef } from './contracts.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 export interface RecordRunInput {
   runId: string
   /** The run configuration exactly as the user gave it. */
   config: Record<string, unknown>
-}
-
-/** What every artifact-writing activity returns: the key and the hash of what it wrote. */
-export interface ArtifactRef {
-  key: string
-  sha256: string
-  bytes: number
 }
 
 export interface RunRecord {

@@ -9,8 +9,8 @@ import { getJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { Manifest, ManifestEntry } from '../store/manifest.ts'
 import { readPruned } from '../store/pruned.ts'
+import type { RunRef } from './contracts.ts'
 import type { PhaseManifest } from './phase.ts'
-import type { RunRef } from './pipeline-types.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 /** One iteration's checkpoint as retention sees it: its held-out success, or null when it was not evaluated. */

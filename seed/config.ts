@@ -231,6 +231,33 @@ const Evaluation = z.strictObject({
   maxEnvSteps: positiveInt(),
   /** Evaluate every this many Stage 2 iterations (0: only the start and the end). */
   every: int(0),
+  /**
+   * More held-out splits, evaluated at the start checkpoints (base, Stage 1) and at the end only, beside the
+   * periodic one above (same temperature and step cap); each split once.
+   */
+  splits: z
+    .array(
+      z.strictObject({
+        split: z.enum(['validation', 'test-seen', 'test-unseen']),
+        /** Tasks are the seeds [seedStart, seedStart + tasks); default 0. */
+        seedStart: int(0).optional(),
+        tasks: positiveInt(),
+      }),
+    )
+    .max(8)
+    .optional(),
+})
+
+/** A run that starts from another run's stored checkpoint instead of making its own base. */
+const Fork = z.strictObject({
+  /** The run id of the run to fork (its store must be this run's store). */
+  run: boundedString(MAX_NAME_LENGTH),
+  /**
+   * `base`: its base checkpoint (this run then makes its own Stage 1 where its row needs one); `stage1`: its
+   * Stage 1 checkpoint and skill library (π_0; Stage 1 is not rerun); `{ iteration: k }`: the checkpoint that
+   * ends its iteration k, with its optimizer state, KL reference and analyzer (this run goes on at k + 1).
+   */
+  at: z.union([z.enum(['base', 'stage1']), z.strictObject({ iteration: int(0) })]),
 })
 
 /** Which iteration checkpoints a run keeps (DESIGN.md section 4); the base and Stage 1 checkpoints are always kept. */
@@ -264,6 +291,8 @@ export const RunConfigSchema = z
     threads: positiveInt(),
     /** Absent or partial: the defaults (keep the last 3, the best and every evaluated one; optimizer for the last). */
     retention: Retention.prefault({}),
+    /** Start from another run's checkpoint (the fork phase copies it into this run); absent: make the base. */
+    fork: Fork.optional(),
   })
   .superRefine((c, ctx) => {
     const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message })
@@ -308,6 +337,16 @@ export const RunConfigSchema = z
           `(${c.stage2.tasksPerStep} tasks × ${c.stage2.groupSize} samples × ${c.stage2.maxEnvSteps} steps)`,
       )
     }
+    const splits = [c.evaluation.split, ...(c.evaluation.splits ?? []).map((s) => s.split)]
+    splits.forEach((split, i) => {
+      if (splits.indexOf(split) !== i)
+        problem(['evaluation', 'splits', i - 1, 'split'], `${split} is evaluated already; each split once`)
+    })
+    if (c.fork && typeof c.fork.at === 'object' && c.fork.at.iteration >= c.stage2.iterations)
+      problem(
+        ['fork', 'at', 'iteration'],
+        `iteration ${c.fork.at.iteration} is not before stage2.iterations ${c.stage2.iterations}: nothing would be left to run`,
+      )
     if (c.stage1.annotator.kind === 'openai')
       problem(['stage1', 'annotator', 'kind'], 'the OpenAI-compatible annotator is not implemented yet; use oracle')
   })

@@ -45,6 +45,7 @@ export const PHASES = [
   'warmstart',
   'import',
   'annotate',
+  'fork',
 ] as const
 export type Phase = (typeof PHASES)[number]
 
@@ -126,10 +127,12 @@ export const keys = {
   iterationManifest: (runId: string, k: number, attempt = 0) =>
     key(iteration(runId, k), attempted('manifest.json', attempt)),
 
-  evaluation: (runId: string, k: number, attempt = 0) => key(run(runId), 'eval', attempted(`${pad4(k)}.json`, attempt)),
+  /** The evaluation of iteration k's checkpoint; `split` names an evaluation of `evaluation.splits` (absent: the periodic one). */
+  evaluation: (runId: string, k: number, attempt = 0, split?: string) =>
+    key(run(runId), 'eval', attempted(`${pad4(k)}${split ? `-${split}` : ''}.json`, attempt)),
   /** Evaluations before Stage 2 (`base`: the warm-start or imported checkpoint; `stage1`: π_0). */
-  stageEvaluation: (runId: string, stage: 'base' | 'stage1', attempt = 0) =>
-    key(run(runId), 'eval', attempted(`${stage}.json`, attempt)),
+  stageEvaluation: (runId: string, stage: 'base' | 'stage1', attempt = 0, split?: string) =>
+    key(run(runId), 'eval', attempted(`${stage}${split ? `-${split}` : ''}.json`, attempt)),
 
   /** What retention pruned after iteration k: a manifest whose every entry is marked pruned (written before deleting). */
   retentionRecord: (runId: string, k: number) => key(run(runId), 'retention', `${pad4(k)}.json`),

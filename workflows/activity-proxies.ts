@@ -1,21 +1,15 @@
 // Deterministic: runs in the workflow sandbox. One proxy per task queue (DESIGN.md section 3).
 import { proxyActivities } from '@temporalio/workflow'
-import type { PipelineActivities } from '../activities/pipeline-types.ts'
+import type { PipelineActivities } from '../activities/contracts.ts'
+import { NON_RETRYABLE_TYPES } from '../activities/failures.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
 
-/** Bad configuration, corrupt artifacts and non-finite losses fail at once; the rest retries with backoff. */
+/** The failures of the one fatal-error table (activities/failures.ts) fail at once; the rest retries with backoff. */
 const retry = {
   maximumAttempts: 3,
   initialInterval: '2 seconds',
   backoffCoefficient: 4,
-  nonRetryableErrorTypes: [
-    'InvalidRunConfig',
-    'IntegrityError',
-    'CheckpointError',
-    'NonFiniteLossError',
-    'InvalidKeyError',
-    'StoreAccessError',
-  ],
+  nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
 }
 
 export const control = proxyActivities<PipelineActivities>({

@@ -5,8 +5,7 @@
 // accepted changes (`setRun`: the RunRef of the changed configuration) to the running iteration child.
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common'
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow'
-import type { HyperparameterChange } from '../activities/hyperparameters.ts'
-import type { RunRef } from '../activities/pipeline-types.ts'
+import type { HyperparameterChange, RunRef } from '../activities/contracts.ts'
 
 export const pauseSignal = defineSignal('pause')
 export const resumeSignal = defineSignal('resume')

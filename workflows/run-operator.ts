@@ -15,8 +15,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { HyperparameterChange } from '../activities/hyperparameters.ts'
-import type { RunRef } from '../activities/pipeline-types.ts'
+import type { HyperparameterChange, RunRef } from '../activities/contracts.ts'
 import { checkOverrides, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control } from './activity-proxies.ts'
 import {

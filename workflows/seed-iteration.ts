@@ -1,7 +1,6 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
 import { ApplicationFailure, condition, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow'
-import type { CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/pipeline-types.ts'
-import type { ArtifactRef } from '../activities/record-run.ts'
+import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
 import { control, modelQueues } from './activity-proxies.ts'
 import {

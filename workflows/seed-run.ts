@@ -12,8 +12,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { HyperparameterChange } from '../activities/hyperparameters.ts'
-import type { CheckpointRef, RunPlan, RunRef } from '../activities/pipeline-types.ts'
+import type { CheckpointRef, EvaluationTarget, HyperparameterChange, RunPlan, RunRef } from '../activities/contracts.ts'
+import { targetLabel } from '../activities/evaluation-target.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
@@ -24,7 +24,12 @@ import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE
 
 export interface Evaluation {
   label: string
+  /** The iteration the checkpoint ends; −1 for the base and Stage 1 (`target` says which). */
   iteration: number
+  /** What was evaluated (absent in runs from before typed targets: read `label`). */
+  target?: EvaluationTarget
+  /** The split of an evaluation of `evaluation.splits`; absent: the periodic one (`evaluation.split`). */
+  split?: string
   success: number
   /** Standard error of `success` over the evaluated tasks. */
   standardError: number
@@ -154,7 +159,8 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       status.iteration = state.iteration
       if (last || state.iteration % state.plan.evalEvery === 0) {
         await operator.boundary('evaluate')
-        await operator.orWait(k, () => evaluate(s, operator, `iteration ${k}`, k, status))
+        const target: EvaluationTarget = { kind: 'iteration', iteration: k }
+        await operator.orWait(k, () => evaluate(s, operator, target, status, last))
       }
       if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
         await condition(allHandlersFinished)
@@ -200,6 +206,19 @@ async function start(input: SeedRunInput, status: RunStatus, operator: RunOperat
     { key: SEED_ALGORITHM, value: plan.algorithm },
   ])
   Object.assign(status, { iterations: plan.iterations, algorithm: plan.algorithm })
+  if (plan.fork) {
+    const empty = { prefix: '', sha256: '' }
+    const state: RunState = {
+      run,
+      plan,
+      iteration: 0,
+      acting: empty,
+      reference: empty,
+      fixedAnalyzer: null,
+      evaluations: status.evaluations,
+    }
+    return forked(state, status, operator)
+  }
   const row = ALGORITHMS[plan.algorithm]
   const { rolloutQueue, trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
@@ -221,44 +240,98 @@ async function start(input: SeedRunInput, status: RunStatus, operator: RunOperat
     await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: base.checkpoint }))
   }
   await operator.boundary('evaluate')
-  await operator.orWait(-1, () => evaluate(state, operator, 'base', -1, status))
+  await operator.orWait(-1, () => evaluate(state, operator, { kind: 'base' }, status, true))
+  return stage1(state, status, operator)
+}
+
+/** Stage 1 where the row starts from it (from a base made here or forked), and its evaluation. */
+async function stage1(state: RunState, status: RunStatus, operator: RunOperator): Promise<RunState> {
+  const row = ALGORITHMS[state.plan.algorithm]
+  const { trainQueue } = modelQueues(state.plan)
+  const current = () => operator.run as RunRef
+  const base = state.acting
   if (needsStage1(row)) {
     await operator.boundary('stage1')
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
     status.phase = 'stage1'
-    const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base: base.checkpoint }))
+    const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base }))
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
     await operator.boundary('evaluate')
-    await operator.orWait(-1, () => evaluate(state, operator, 'stage 1', -1, status))
+    await operator.orWait(-1, () => evaluate(state, operator, { kind: 'stage1' }, status, true))
   }
   return state
 }
 
+/**
+ * A forked run's start (`fork` in its configuration): the fork point's checkpoints copied from the other run;
+ * from its base, this run annotates and makes its Stage 1 where its row needs them. A fork evaluates only what
+ * it computes: the fork point's evaluations belong to the run it came from.
+ */
+async function forked(state: RunState, status: RunStatus, operator: RunOperator): Promise<RunState> {
+  const { plan } = state
+  const row = ALGORITHMS[plan.algorithm]
+  const { rolloutQueue, trainQueue } = modelQueues(plan)
+  const current = () => operator.run as RunRef
+  await operator.boundary('fork')
+  upsertSearchAttributes([{ key: SEED_PHASE, value: 'fork' }])
+  status.phase = 'fork'
+  const copied = await operator.orWait(-1, () => trainQueue.fork({ run: current() }))
+  Object.assign(state, {
+    iteration: copied.iteration,
+    acting: copied.acting,
+    reference: copied.reference,
+    fixedAnalyzer: copied.stage1,
+  })
+  status.iteration = copied.iteration
+  if (plan.fork?.at !== 'base') return state
+  if (needsLibrary(row) && !needsStage1(row)) {
+    await operator.boundary('annotate')
+    upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
+    status.phase = 'annotate'
+    await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: copied.base }))
+  }
+  return stage1(state, status, operator)
+}
+
+/**
+ * Evaluates the run's current checkpoint as `target`: the periodic evaluation and, at the start checkpoints and
+ * the end (`endpoint`), every split of `evaluation.splits` too, each its own activity.
+ */
 async function evaluate(
   state: RunState,
   operator: RunOperator,
-  label: string,
-  iteration: number,
+  target: EvaluationTarget,
   status: RunStatus,
+  endpoint: boolean,
 ): Promise<void> {
   status.phase = 'evaluate'
   upsertSearchAttributes([
     { key: SEED_PHASE, value: 'evaluate' },
-    { key: SEED_ITERATION, value: Math.max(iteration, 0) },
+    { key: SEED_ITERATION, value: target.kind === 'iteration' ? target.iteration : 0 },
   ])
   const { rolloutQueue } = modelQueues(state.plan)
-  const run = operator.run as RunRef
-  const result = await rolloutQueue.evaluate({ run, iteration, label, checkpoint: state.acting })
-  const success = result.stats.success ?? Number.NaN
-  state.evaluations.push({
-    label,
-    iteration,
-    success,
-    standardError: result.stats.standardError ?? Number.NaN,
-    tasks: result.stats.tasks ?? 0,
-    manifestKey: result.manifestKey,
-  })
-  if (Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
+  const splits = endpoint ? (state.plan.endpointSplits ?? []) : []
+  for (let slot = 0; slot <= splits.length; slot++) {
+    const run = operator.run as RunRef
+    const result = await rolloutQueue.evaluate({
+      run,
+      target,
+      checkpoint: state.acting,
+      ...(slot > 0 ? { slot } : {}),
+    })
+    const success = result.stats.success ?? Number.NaN
+    state.evaluations.push({
+      label: targetLabel(target),
+      iteration: target.kind === 'iteration' ? target.iteration : -1,
+      target,
+      ...(slot > 0 ? { split: splits[slot - 1] as string } : {}),
+      success,
+      standardError: result.stats.standardError ?? Number.NaN,
+      tasks: result.stats.tasks ?? 0,
+      manifestKey: result.manifestKey,
+    })
+    if (slot === 0 && Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
+  }
 }

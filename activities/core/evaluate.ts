@@ -2,7 +2,6 @@
 // evaluation temperature (0.4, not greedy), no skill in the prompt unless the row evaluates with one. The one
 // evaluation behind the `evaluate` activity and `seedflow eval`.
 
-import { mixSeed, mulberry32 } from '../../envs/rng.ts'
 import type { Split } from '../../envs/types.ts'
 import type { PromptSettings, RunEnvName } from '../../seed/config.ts'
 import { aggregateEvaluation, type EvaluationAggregates, type EvaluationTaskRecord } from './evaluation-stats.ts'
@@ -45,16 +44,6 @@ export interface EvaluationResult {
 }
 
 /** The sampling seed of a run's evaluations, from the run's root seed (activity and CLI alike). */
-export function evaluationSeed(rootSeed: number): number {
-  return mixSeed(rootSeed, 0xe7a1)
-}
-
-/** A library skill per task, drawn uniformly with a stream seeded from the evaluation seed. */
-export function evaluationSkills(library: readonly string[], tasks: number, seed: number): string[] {
-  const rng = mulberry32(mixSeed(seed, 1))
-  return Array.from({ length: tasks }, () => library[Math.floor(rng.next() * library.length)] as string)
-}
-
 export async function evaluate(policy: Policy, input: EvaluateInput): Promise<EvaluationResult> {
   const refs = Array.from({ length: input.tasks }, (_, i) => ({ split: input.split, seed: input.seedStart + i }))
   const r = await rollout(policy, {

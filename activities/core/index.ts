@@ -10,13 +10,7 @@ export {
   oracleAnswer,
   type SkillRecord,
 } from './analyze.ts'
-export {
-  type EvaluateInput,
-  type EvaluationResult,
-  evaluate,
-  evaluationSeed,
-  evaluationSkills,
-} from './evaluate.ts'
+export { type EvaluateInput, type EvaluationResult, evaluate } from './evaluate.ts'
 export {
   aggregateEvaluation,
   type Estimate,
@@ -25,12 +19,21 @@ export {
   type FamilyAggregate,
 } from './evaluation-stats.ts'
 export {
-  type IterationInput,
-  type IterationModels,
-  type IterationResult,
-  rawHindsightBlocks,
-  runIteration,
-} from './iteration.ts'
+  actingSkills,
+  episodeIndex,
+  evaluationSeed,
+  evaluationSkills,
+  type IterationPlan,
+  iterationPlan,
+  iterationSeed,
+  libraryUse,
+  lossTerms,
+  type PlanConfig,
+  shardTasks,
+  type TeacherSource,
+  teacherBlocks,
+  teacherSource,
+} from './plan.ts'
 export {
   CorePhaseError,
   chatTemplateCodec,

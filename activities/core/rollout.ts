@@ -55,8 +55,14 @@ export interface RolloutInput {
   maxEnvSteps: number
   temperature: number
   prompt: PromptSettings
-  /** Seeds the per-episode sampling streams. */
+  /** Seeds the per-episode sampling streams: episode e samples from mixSeed(seed, e). */
   seed: number
+  /**
+   * The global task (group) index of each task (a shard's tasks within its iteration); absent: 0, 1, ….
+   * Episode e = group · groupSize + sample numbers the trajectory and seeds its stream, so how the tasks were
+   * split into shards does not change any episode.
+   */
+  groups?: readonly number[]
   /** A skill per task for rows whose acting prompt carries one (`skill-grpo`, `skill-prompt` evaluation). */
   actingSkills?: readonly (string | null)[]
   /** Most episodes per generate call (default: all live episodes). */
@@ -108,9 +114,12 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     skill: string | null
   }
   const all: Live[] = []
-  input.tasks.forEach((task, group) => {
+  if (input.groups && input.groups.length !== input.tasks.length)
+    throw new CorePhaseError(`rollout: ${input.groups.length} group indices for ${input.tasks.length} tasks`)
+  input.tasks.forEach((task, at) => {
+    const group = input.groups?.[at] ?? at
     for (let sample = 0; sample < input.groupSize; sample++) {
-      const id = all.length
+      const id = group * input.groupSize + sample
       const episode = env.reset(task)
       all.push({
         traj: {
@@ -126,7 +135,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
         },
         episode,
         rng: mulberry32(mixSeed(input.seed, id)),
-        skill: input.actingSkills?.[group] ?? null,
+        skill: input.actingSkills?.[at] ?? null,
       })
     }
   })

@@ -7,11 +7,11 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ApplicationFailure } from '@temporalio/common'
 import { loadCheckpoint } from '../../activities/checkpoint-store.ts'
+import type { PipelineActivities, RunRef, StageSummary } from '../../activities/contracts.ts'
 import { loadPolicy } from '../../activities/core/index.ts'
 import type { IterationMetricsRecord } from '../../activities/iteration-record.ts'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
-import type { PipelineActivities, RunRef, StageSummary } from '../../activities/pipeline-types.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
@@ -244,8 +244,7 @@ describe('pipeline activities on the filesystem store', () => {
     // the library now exists: the base evaluation of a library row reads it
     const evaluation = await acts.evaluate({
       run: library,
-      iteration: -1,
-      label: 'base',
+      target: { kind: 'base' },
       checkpoint: libraryBase.checkpoint,
     })
     assert.ok(evaluation.stats.success !== undefined)

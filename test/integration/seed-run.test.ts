@@ -9,7 +9,8 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
 import { ApplicationFailure } from '@temporalio/common'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js'
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker'
-import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/pipeline-types.ts'
+import type { CheckpointRef, PhaseSummary, PipelineActivities, RunPlan } from '../../activities/contracts.ts'
+import { targetLabel } from '../../activities/evaluation-target.ts'
 import type { AlgorithmName } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { WORKFLOWS_PATH } from '../../workers/local.ts'
@@ -92,7 +93,19 @@ const activities: PipelineActivities = {
       throw ApplicationFailure.nonRetryable('the pg loss term is NaN', 'NonFiniteLossError')
     return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
   },
-  async evaluate({ label, checkpoint: ck }) {
+  async fork({ run }) {
+    calls.push(`fork:${run.runId}`)
+    return {
+      ...summary('fork', {}),
+      base: checkpoint('base'),
+      stage1: checkpoint('sft'),
+      iteration: 0,
+      acting: checkpoint('sft'),
+      reference: checkpoint('sft'),
+    }
+  },
+  async evaluate({ target, checkpoint: ck }) {
+    const label = targetLabel(target)
     calls.push(`evaluate:${label}:${ck.prefix}`)
     await duringEvaluate?.(label)
     return summary('evaluate', {}, { success: 0.5 })

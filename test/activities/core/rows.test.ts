@@ -1,55 +1,139 @@
-// One micro iteration per algorithm row: which phases ran and which loss terms were on and non-zero.
+// One micro iteration per algorithm row through the pipeline activities, each row's run forked from one source
+// run's Stage 1: which phases ran, which loss terms were on and non-zero, and that the iteration followed the
+// pure plan (activities/core/plan.ts): its tasks, episode numbering and acting skills.
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { runIteration } from '../../../activities/core/index.ts'
+import type { PipelineActivities, RunRef } from '../../../activities/contracts.ts'
+import { actingSkills, iterationPlan, lossTerms, shardTasks } from '../../../activities/core/plan.ts'
+import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
+import { decodeJsonlGz } from '../../../activities/jsonl.ts'
+import { createPipelineActivities } from '../../../activities/pipeline.ts'
+import { readSkillLibrary } from '../../../activities/skill-library.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
-import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { ALGORITHM_NAMES, ALGORITHMS } from '../../../seed/index.ts'
-import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
+import { FsArtifactStore } from '../../../store/fs-store.ts'
+import { iterateMicro } from '../micro-run.ts'
+import { microConfig } from './micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
-after(() => engine.close())
-let checkpoint: Checkpoint
+let root: string
+let store: FsArtifactStore
+let acts: PipelineActivities
+let source: RunRef
+
 before(async () => {
-  checkpoint = await microCheckpoint(engine)
+  root = await mkdtemp(join(tmpdir(), 'seedflow-rows-'))
+  store = new FsArtifactStore(root)
+  acts = createPipelineActivities({ store, engine, episodesPerShard: 8 })
+  ;({ run: source } = await acts.planRun({ runId: 'rows-source', config: microConfig('seed') }))
+  const base = await acts.prepare({ run: source })
+  await acts.stage1({ run: source, base: base.checkpoint })
 })
-const LIBRARY = ['Push the box X toward the target O; never into a corner.', 'Walk behind the box, then push.']
+after(async () => {
+  await engine.close()
+  await rm(root, { recursive: true, force: true })
+})
 
 describe('one iteration per algorithm row', () => {
   for (const name of ALGORITHM_NAMES) {
     const row = ALGORITHMS[name]
     it(`${name}: ${row.rl ? row.phases.join(' → ') : 'no RL iterations'}`, async () => {
-      const config = microConfig(name)
-      const run = () =>
-        runIteration(
-          {
-            policy: microPolicy(engine, checkpoint),
-            reference: microPolicy(engine, checkpoint),
-            stage1: microPolicy(engine, checkpoint),
-          },
-          { config, iteration: 0, library: LIBRARY },
-        )
       if (!row.rl) {
-        await assert.rejects(run, /has no RL iterations/)
+        assert.throws(() => lossTerms(name), /has no RL update/)
         return
       }
-      const r = await run()
-      assert.deepEqual(r.phases, row.phases)
-      assert.equal(r.analyze !== null, (row.phases as readonly string[]).includes('analyze'))
-      const u = r.update
-      assert.ok(u.miniBatches >= 2)
-      assert.ok(u.kl !== null && u.kl > 0, `KL ${u.kl} (0 on the first mini-batch, then > 0)`)
-      assert.ok(u.entropy !== null && u.entropy > 0)
+      const config = { ...microConfig(name), fork: { run: 'rows-source', at: 'stage1' as const } }
+      const { run, plan } = await acts.planRun({ runId: `row-${name}`, config })
+      const forked = await acts.fork({ run })
+      assert.equal(forked.iteration, 0)
+      const analyzer = row.analyzer === 'current' ? forked.acting : row.analyzer === 'stage1' ? forked.stage1 : null
+      const r = await iterateMicro(acts, run, plan, 0, { acting: forked.acting, reference: forked.reference, analyzer })
+      assert.equal(r.analyzed.length > 0, (row.phases as readonly string[]).includes('analyze'))
+
+      // the rollouts are the plan's: each shard's tasks, episodes numbered globally, the acting skills
+      const want = iterationPlan(config, 0)
+      const library = (await readSkillLibrary(store, run.runId, name)).skills
+      for (const [shard, summary] of r.rollouts.entries()) {
+        const ref = summary.outputs.rollouts as NonNullable<(typeof summary.outputs)['rollouts']>
+        const got = decodeJsonlGz(await store.get(ref.key), ref.key) as RolloutTrajectory[]
+        const groups = shardTasks(want, shard, plan.shards)
+        assert.deepEqual(
+          got.map((t) => [t.id, t.group, t.task.seed]),
+          groups.flatMap((g) =>
+            Array.from({ length: want.groupSize }, (_, s) => [g * want.groupSize + s, g, want.tasks[g]?.seed]),
+          ),
+        )
+        if (row.actingSkill === 'library') {
+          const skills = actingSkills(want, library, groups)
+          for (const t of got) {
+            const skill = t.steps[0]?.skill
+            if (skill !== null) assert.equal(skill, skills[groups.indexOf(t.group)])
+          }
+        }
+      }
+
+      const u = r.updated.stats
+      assert.ok((u.miniBatches ?? 0) >= 2)
+      assert.ok((u.kl ?? 0) > 0, `KL ${u.kl} (0 on the first mini-batch, then > 0)`)
+      assert.ok((u.entropy ?? 0) > 0)
+      const s = r.scored.stats
       if (!row.loss?.opd) {
-        assert.equal(r.rescore.teacherSamples, 0)
-        assert.equal(u.opdLoss, null)
+        assert.equal(s.teacherSamples, 0)
+        assert.equal(u.opdLoss, undefined)
       }
       if (name === 'seed-library') {
-        assert.equal(r.rescore.teacherSamples, r.rescore.samples)
-        assert.ok(u.opdGateMean !== null && u.opdGateMean > 0)
-        assert.ok(u.opdLoss !== null && u.opdLoss !== 0)
+        assert.equal(s.teacherSamples, s.samples)
+        assert.ok((u.opdGateMean ?? 0) > 0)
+        assert.ok(u.opdLoss !== undefined && u.opdLoss !== 0)
       }
-      if (name === 'skill-grpo') assert.equal(r.rollout.truncation.blockDropped, 0)
+      if (name === 'skill-grpo') assert.equal(r.rollouts[0]?.stats.promptsBlockDropped, 0)
     })
   }
+})
+
+describe('rollouts do not depend on how the iteration is sharded', () => {
+  it('one shard and several give identical trajectories (one ORT thread)', async () => {
+    const trajectoriesWith = async (episodesPerShard: number, runId: string) => {
+      const sharded = createPipelineActivities({ store, engine, episodesPerShard })
+      const config = { ...microConfig('grpo'), fork: { run: 'rows-source', at: 'base' as const } }
+      const { run, plan } = await sharded.planRun({ runId, config })
+      const forked = await sharded.fork({ run })
+      const snapshot = await sharded.snapshot({
+        run,
+        iteration: 0,
+        acting: forked.acting,
+        reference: forked.reference,
+        analyzer: null,
+      })
+      const all: RolloutTrajectory[] = []
+      for (let shard = 0; shard < plan.shards; shard++) {
+        const ref = (await sharded.rollout({ run, iteration: 0, shard, snapshot })).outputs.rollouts
+        assert.ok(ref)
+        all.push(...(decodeJsonlGz(await store.get(ref.key), ref.key) as RolloutTrajectory[]))
+      }
+      return { shards: plan.shards, trajectories: all.sort((a, b) => a.id - b.id) }
+    }
+    const one = await trajectoriesWith(1_000_000, 'shards-one')
+    const many = await trajectoriesWith(2, 'shards-many')
+    assert.equal(one.shards, 1)
+    assert.ok(many.shards > 1, `${many.shards} shards`)
+    // every token, action, reward and prompt is identical; the sampler's log-probs (a diagnostic: rescore
+    // recomputes π_old over the merged iteration) differ in the last float32 bit, because a shard's batch pads
+    // its prompts to another length
+    const without = (ts: RolloutTrajectory[]) =>
+      JSON.stringify(ts.map((t) => ({ ...t, steps: t.steps.map(({ samplerLogprobs: _, ...step }) => step) })))
+    assert.equal(without(many.trajectories), without(one.trajectories))
+    let gap = 0
+    many.trajectories.forEach((t, i) =>
+      t.steps.forEach((step, j) =>
+        step.samplerLogprobs.forEach((lp, n) => {
+          gap = Math.max(gap, Math.abs(lp - (one.trajectories[i]?.steps[j]?.samplerLogprobs[n] ?? Number.NaN)))
+        }),
+      ),
+    )
+    assert.ok(gap < 1e-5, `sampler log-probs differ by ${gap}`)
+  })
 })

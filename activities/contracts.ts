@@ -1,14 +1,21 @@
-// The contract between the SEED workflows and the pipeline activities: keys and small summaries only, never
-// tensors or trajectories (a Temporal payload is capped at ~2 MB and stays in history). Types only.
+// The contract between the SEED workflows and the pipeline activities, in one leaf module: keys and small
+// summaries only, never tensors or trajectories (a Temporal payload is capped at ~2 MB and stays in history).
+// Types only; it imports nothing from the code on either side of the contract.
 import type { AlgorithmName } from '../seed/algorithms.ts'
-import type { HyperparameterChange } from './hyperparameters.ts'
-import type { RecordIterationInput, RecordIterationSummary } from './iteration-record.ts'
-import type { ArtifactRef } from './record-run.ts'
+import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
+import type { MetricPhase } from './iteration-metrics.ts'
 
 /** Identifies a run and the exact configuration its phases were computed from. */
 export interface RunRef {
   runId: string
   configSha256: string
+}
+
+/** What every artifact-writing activity returns: the key and the hash of what it wrote. */
+export interface ArtifactRef {
+  key: string
+  sha256: string
+  bytes: number
 }
 
 /** A checkpoint folder in the store (model.safetensors, config.json, tokenizer.json, optimizer state). */
@@ -27,6 +34,9 @@ export interface PhaseSummary {
   stats: Record<string, number>
 }
 
+/** Where a forked run starts: a stored checkpoint of another run (seed/config.ts `fork`). */
+export type ForkPoint = 'base' | 'stage1' | { iteration: number }
+
 /** How the workflows drive a run; derived from the validated run configuration. */
 export interface RunPlan {
   algorithm: AlgorithmName
@@ -44,6 +54,23 @@ export interface RunPlan {
    * that plans the run (`seedflow worker --heartbeat-timeout`), fixed for the run once planned.
    */
   heartbeatTimeoutSeconds?: number
+  /**
+   * The splits of `evaluation.splits` (slots 1, 2, …), evaluated beside the periodic one at the start
+   * checkpoints and at the end. Absent in runs planned before they existed: none.
+   */
+  endpointSplits?: string[]
+  /** The run starts from another run's checkpoint (`fork` in the config); absent: from its own base. */
+  fork?: { runId: string; at: ForkPoint }
+}
+
+/** What snapshot.json holds: the weights one iteration acts, scores and analyzes with. */
+export interface Snapshot {
+  version: 1
+  run: RunRef
+  iteration: number
+  acting: CheckpointRef
+  reference: CheckpointRef
+  analyzer: CheckpointRef | null
 }
 
 export interface SnapshotInput {
@@ -88,16 +115,75 @@ export interface UpdateSummary extends PhaseSummary {
   checkpoint: CheckpointRef
 }
 
+/** The checkpoint an evaluation measures: the run's base, its Stage 1 (π_0), or the end of iteration k. */
+export type EvaluationTarget = { kind: 'base' } | { kind: 'stage1' } | { kind: 'iteration'; iteration: number }
+
 export interface EvaluateInput {
   run: RunRef
-  /** The iteration the checkpoint ends (−1: before Stage 2, e.g. warm-start or Stage 1). */
-  iteration: number
-  label: string
+  target: EvaluationTarget
   checkpoint: CheckpointRef
+  /**
+   * Which evaluation: 0 (absent) the periodic one (`evaluation.split`), n ≥ 1 the n-th of `evaluation.splits`
+   * (at the start checkpoints and the end only).
+   */
+  slot?: number
 }
 
 export interface StageSummary extends PhaseSummary {
   checkpoint: CheckpointRef
+}
+
+/** Where a forked run stands once the fork's checkpoints are copied into it. */
+export interface ForkSummary extends PhaseSummary {
+  /** The run's base checkpoint (copied). */
+  base: CheckpointRef
+  /** The forked run's next iteration: 0 from base or Stage 1, k + 1 from iteration k. */
+  iteration: number
+  acting: CheckpointRef
+  reference: CheckpointRef
+  /** π_0 where the fork point has one (Stage 1 or later in a run that had Stage 1). */
+  stage1: CheckpointRef | null
+}
+
+/** One accepted hyperparameter change, as the workflow records it (its status query and continueAsNew carry the list). */
+export interface HyperparameterChange {
+  /** 0, 1, … in the order the run accepted them. */
+  seq: number
+  source: 'setHyperparameters' | 'retryIteration'
+  /** The iteration and phase the run was in when the change was accepted. */
+  iteration: number
+  phase: string
+  /** The change as given. */
+  overrides: HyperparameterOverrides
+  /** Every change so far, this one included: what the effective configuration adds to the run's. */
+  cumulative: HyperparameterOverrides
+  /** Workflow time of acceptance (ISO 8601). */
+  at: string
+  /** The effective configuration's hash after the change (set once recorded). */
+  configSha256?: string
+}
+
+export interface RecordIterationInput {
+  run: RunRef
+  iteration: number
+  algorithm: string
+  snapshot: ArtifactRef
+  /** Each phase's manifest keys (the phase summaries' `manifestKey`), in shard order; [] for a phase that did not run. */
+  manifests: Record<MetricPhase, string[]>
+}
+
+export interface RecordIterationSummary extends PhaseSummary {
+  /** manifest.json: every artifact of the iteration. */
+  manifest: ArtifactRef
+}
+
+/** What a long phase reports in its heartbeats (`seedflow run` and the Web UI show it). */
+export interface PhaseProgress {
+  phase: string
+  step: number
+  steps: number
+  /** Validation success at the last check, where the phase checks it. */
+  successRate?: number
 }
 
 /** The pipeline's activities, as the workflows call them. */
@@ -106,6 +192,8 @@ export interface PipelineActivities {
   planRun(input: { runId: string; config: unknown }): Promise<{ run: RunRef; plan: RunPlan; record: ArtifactRef }>
   /** The base checkpoint: warm-start of the built-in model, or import of a Hugging Face folder. */
   prepare(input: { run: RunRef }): Promise<StageSummary>
+  /** A forked run's start: the fork point's checkpoints (and Stage 1 skill library) copied from the other run. */
+  fork(input: { run: RunRef }): Promise<ForkSummary>
   /**
    * The Stage 1 skill library without Stage 1 (rows that read it but start from the base checkpoint): roll out
    * the base policy and annotate, exactly as Stage 1 does before its SFT, writing the same annotations.

@@ -1,0 +1,105 @@
+// What phase bodies read and write besides their own outputs: checkpoints (loaded, verified against the
+// reference, released when the activity ends), snapshots, trajectories, skills, the Stage 1 library, the run
+// plan; and the checkpoint folder helpers that turn a written folder into a phase's outputs.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { AdamWState, Engine } from '../engine/index.ts'
+import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
+import { getExpected, getJson } from '../store/json.ts'
+import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
+import { loadCheckpoint } from './checkpoint-store.ts'
+import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from './contracts.ts'
+import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from './core/index.ts'
+import { fatal } from './failures.ts'
+import { decodeJsonlGz } from './jsonl.ts'
+import { parseSkillLines, readSkillLibrary } from './skill-library.ts'
+
+export const MODEL_FILE: CheckpointFile = 'model.safetensors'
+
+/** The policies an activity loaded, released when it ends: a worker lives for many activities. */
+const activityPolicies = new AsyncLocalStorage<Policy[]>()
+
+/** Runs `body` with a scope that releases every policy loaded in it (policyOf) when it ends. */
+export async function withPolicyScope<T>(body: () => Promise<T>): Promise<T> {
+  const loaded: Policy[] = []
+  try {
+    return await activityPolicies.run(loaded, body)
+  } finally {
+    await Promise.all(loaded.map((p) => p.model.release()))
+  }
+}
+
+export function artifactRef(info: ObjectInfo): ArtifactRef {
+  return { key: info.key, sha256: info.sha256, bytes: info.bytes }
+}
+
+/** The key prefix of a checkpoint folder, from the key of its model file. */
+export function folderOf(modelKey: string): string {
+  return modelKey.slice(0, -MODEL_FILE.length)
+}
+
+/** The files of a written checkpoint folder, as a phase's outputs. */
+export async function checkpointOutputs(store: ArtifactStore, ref: CheckpointRef): Promise<Record<string, ObjectInfo>> {
+  const outputs: Record<string, ObjectInfo> = {}
+  for (const file of CHECKPOINT_FILES) {
+    const info = await store.head(`${ref.prefix}${file}`)
+    if (info) outputs[file] = info
+  }
+  return outputs
+}
+
+/** The checkpoint a phase's outputs hold; its absence breaks the phase's contract. */
+export function checkpointOf(outputs: Record<string, ObjectInfo>, what: string): CheckpointRef {
+  const model = outputs[MODEL_FILE]
+  if (!model) throw fatal(`${what}: the manifest records no ${MODEL_FILE}`, 'PhaseContractError')
+  return { prefix: folderOf(model.key), sha256: model.sha256 }
+}
+
+/** Only finite numbers survive into stats; a non-finite loss fails the phase for good. */
+export function numericStats(values: object, lossNames: readonly string[] = []): Record<string, number> {
+  const stats: Record<string, number> = {}
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value !== 'number') continue
+    if (!Number.isFinite(value)) {
+      if (lossNames.includes(name)) throw fatal(`${name} is ${value}`, 'NonFiniteLossError')
+      continue
+    }
+    stats[name] = value
+  }
+  return stats
+}
+
+/** The readers over one store and engine that phase bodies share. */
+export function phaseReaders(store: ArtifactStore, engine: Engine) {
+  return {
+    async policy(ref: CheckpointRef): Promise<{ policy: Policy; optimizer?: AdamWState }> {
+      const { checkpoint, optimizer } = await loadCheckpoint(store, ref)
+      const sha = (await store.head(`${ref.prefix}${MODEL_FILE}`))?.sha256
+      if (sha !== ref.sha256) {
+        throw fatal(`checkpoint ${ref.prefix}: model sha256 ${sha} is not the expected ${ref.sha256}`, 'IntegrityError')
+      }
+      const policy = loadPolicy(engine, checkpoint)
+      activityPolicies.getStore()?.push(policy)
+      return { policy, ...(optimizer ? { optimizer } : {}) }
+    },
+    async snapshot(ref: ArtifactRef): Promise<Snapshot> {
+      const snapshot = (await getJson(store, ref.key, ref.sha256)) as Snapshot
+      if (snapshot?.version !== 1 || !snapshot.acting) throw fatal(`${ref.key} is not a snapshot`, 'CorruptArtifact')
+      return snapshot
+    },
+    async trajectories(ref: ArtifactRef): Promise<RolloutTrajectory[]> {
+      return decodeJsonlGz(await getExpected(store, ref.key, ref.sha256), ref.key) as RolloutTrajectory[]
+    },
+    async skills(ref: ArtifactRef): Promise<SkillRecord[]> {
+      return parseSkillLines((await getExpected(store, ref.key, ref.sha256)).toString('utf8'), ref.key)
+    },
+    /** The Stage 1 skills (parsed annotations), for rows that read the library. */
+    library(run: RunRef, algorithm: string): Promise<{ skills: string[]; sha256: string }> {
+      return readSkillLibrary(store, run.runId, algorithm)
+    },
+    async plan(run: RunRef): Promise<RunPlan> {
+      return (await getJson(store, keys.runPlan(run.runId))) as RunPlan
+    },
+  }
+}
+
+export type PhaseReaders = ReturnType<typeof phaseReaders>

@@ -1,0 +1,137 @@
+// Rescore: every step sample of the iteration scored under π_old, the KL reference and, where the row
+// distills, the teacher (π_k reading the block the plan gives each trajectory: activities/core/plan.ts).
+import { ALGORITHMS } from '../../seed/algorithms.ts'
+import type { RunConfig } from '../../seed/config.ts'
+import { keys } from '../../store/keys.ts'
+import type { RescoreInput } from '../contracts.ts'
+import { type RescoreStats, type RolloutTrajectory, rescore, type SkillRecord } from '../core/index.ts'
+import { iterationPlan, libraryUse, teacherBlocks } from '../core/plan.ts'
+import { fatal } from '../failures.ts'
+import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { encodeRescore } from '../rescore-format.ts'
+
+const needs = (c: RunConfig) => ({
+  seed: c.seed,
+  env: c.env,
+  algorithm: c.algorithm,
+  prompt: c.prompt,
+  stage2: { tasksPerStep: c.stage2.tasksPerStep, groupSize: c.stage2.groupSize, temperature: c.stage2.temperature },
+})
+
+/** The rescore's teacher gaps as manifest statistics (a mean without samples is 0 with weight 0). */
+function teacherGapStats(gap: RescoreStats['teacherGap']): Record<string, number> {
+  return {
+    teacherGapExpert: gap.expert ?? 0,
+    teacherGapExpertSamples: gap.expertSamples,
+    teacherGapOther: gap.other ?? 0,
+    teacherGapOtherSamples: gap.otherSamples,
+  }
+}
+
+interface ShardData {
+  key: string
+  trajectories: RolloutTrajectory[]
+  skills: SkillRecord[] | null
+}
+
+/**
+ * The iteration's trajectories from its shards, numbered iteration-wide, and the analyzer's skill per
+ * trajectory. Rollouts number their trajectories by global episode index; rollouts written before that (each
+ * shard from 0) are renumbered in shard order, as they were then.
+ */
+export function mergeShards(shards: readonly ShardData[]): {
+  trajectories: RolloutTrajectory[]
+  analysis: Map<number, string>
+} {
+  const ids = shards.flatMap((s) => s.trajectories.map((t) => t.id))
+  const global = new Set(ids).size === ids.length
+  const trajectories: RolloutTrajectory[] = []
+  const analysis = new Map<number, string>()
+  let groups = 0
+  for (const shard of shards) {
+    const idOf = new Map<number, number>()
+    let shardGroups = 0
+    for (const t of shard.trajectories) {
+      const id = global ? t.id : trajectories.length
+      idOf.set(t.id, id)
+      shardGroups = Math.max(shardGroups, t.group + 1)
+      trajectories.push(global ? t : { ...t, id, group: groups + t.group })
+    }
+    groups += shardGroups
+    for (const s of shard.skills ?? []) {
+      const at = idOf.get(s.trajectory)
+      if (at === undefined) throw fatal(`${shard.key}: skill for unknown trajectory ${s.trajectory}`, 'CorruptArtifact')
+      if (s.ok && s.skill) analysis.set(at, s.skill)
+    }
+  }
+  trajectories.sort((a, b) => a.id - b.id)
+  return { trajectories, analysis }
+}
+
+export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
+  describe: () => 'rescore',
+  needs,
+  async plan({ run, iteration, snapshot, rollouts, skills }, c, read) {
+    const row = ALGORITHMS[c.algorithm]
+    const library = libraryUse(row).teacher ? await read.library(run, c.algorithm) : null
+    const inputs: Record<string, string> = { snapshot: snapshot.sha256 }
+    rollouts.forEach((r, i) => {
+      inputs[`rollouts/${i}`] = r.sha256
+    })
+    skills.forEach((s, i) => {
+      inputs[`skills/${i}`] = s.sha256
+    })
+    if (library) inputs.library = library.sha256
+    return {
+      scope: scopeOf(run, 'rescore', 0, iteration),
+      inputs,
+      async compute({ store, attempt }) {
+        const snap = await read.snapshot(snapshot)
+        const shards: ShardData[] = []
+        for (const [shard, ref] of rollouts.entries()) {
+          const skillRef = skills[shard]
+          shards.push({
+            key: skillRef?.key ?? ref.key,
+            trajectories: await read.trajectories(ref),
+            skills: skillRef ? await read.skills(skillRef) : null,
+          })
+        }
+        const { trajectories, analysis } = mergeShards(shards)
+        const blocks = teacherBlocks(iterationPlan(c, iteration), row, trajectories, {
+          analysis,
+          ...(library ? { library: library.skills } : {}),
+        })
+        const { policy } = await read.policy(snap.acting)
+        const reference =
+          snap.reference.sha256 === snap.acting.sha256 ? null : (await read.policy(snap.reference)).policy
+        const scored = await rescore(policy, reference, {
+          trajectories,
+          ...(blocks ? { teacherBlocks: blocks } : {}),
+          budget: {
+            maxPromptTokens: c.prompt.maxPromptTokens,
+            responseTokens: c.prompt.maxResponseTokens,
+            contextLength: policy.model.config.maxPositions,
+          },
+          temperature: c.stage2.temperature,
+          batchSize: 64,
+        })
+        const info = await store.put(keys.rescore(run.runId, iteration, 0, attempt), encodeRescore(scored.samples))
+        const fits = scored.stats.teacherTruncation
+        return {
+          outputs: { rescore: info },
+          stats: {
+            samples: scored.stats.samples,
+            teacherSamples: scored.stats.teacherSamples,
+            teacherPrompts: fits.prompts,
+            teacherPromptsTruncated: fits.truncated,
+            teacherBlocksDropped: fits.blockDropped,
+            teacherPromptsFailed: fits.failed,
+            maxSamplerGap: scored.stats.maxSamplerGap,
+            ...teacherGapStats(scored.stats.teacherGap),
+            seconds: scored.stats.seconds,
+          },
+        }
+      },
+    }
+  },
+}

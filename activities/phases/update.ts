@@ -1,0 +1,50 @@
+// Update: the row's loss (activities/core/plan.ts lossTerms) over the rescored samples, one AdamW pass of
+// mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state.
+import type { RunConfig } from '../../seed/config.ts'
+import { getExpected } from '../../store/json.ts'
+import { keys } from '../../store/keys.ts'
+import { saveCheckpoint } from '../checkpoint-store.ts'
+import type { UpdateInput, UpdateSummary } from '../contracts.ts'
+import { toCheckpoint, update } from '../core/index.ts'
+import { lossTerms } from '../core/plan.ts'
+import { fatal } from '../failures.ts'
+import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { checkpointOf, checkpointOutputs, folderOf, MODEL_FILE, numericStats } from '../phase-io.ts'
+import { decodeRescore } from '../rescore-format.ts'
+
+const needs = (c: RunConfig) => ({ terms: lossTerms(c.algorithm), settings: c.stage2 })
+
+export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, UpdateSummary> = {
+  describe: () => 'update',
+  needs,
+  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings }, read) {
+    const inputs: Record<string, string> = { snapshot: snapshot.sha256, rescore: scoredRef.sha256 }
+    rollouts.forEach((r, i) => {
+      inputs[`rollouts/${i}`] = r.sha256
+    })
+    return {
+      scope: scopeOf(run, 'update', 0, iteration),
+      inputs,
+      async compute({ store, attempt }) {
+        const snap = await read.snapshot(snapshot)
+        const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
+        const { policy, optimizer } = await read.policy(snap.acting)
+        const updated = await update(policy, {
+          samples,
+          terms,
+          settings,
+          ...(optimizer ? { optimizerState: optimizer } : {}),
+        })
+        const stats = numericStats(updated.metrics, ['loss', 'pgLoss', 'gradNorm'])
+        for (const name of ['kl', 'entropy', 'opdLoss'] as const) {
+          const v = updated.metrics[name]
+          if (v !== null && !Number.isFinite(v)) throw fatal(`${name} is ${v}`, 'NonFiniteLossError')
+        }
+        const prefix = folderOf(keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt))
+        const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy), updated.optimizerState)
+        return { outputs: await checkpointOutputs(store, ref), stats }
+      },
+    }
+  },
+  result: (summary, outputs) => ({ ...summary, checkpoint: checkpointOf(outputs, 'update') }),
+}

@@ -1,14 +1,10 @@
 // `seedflow config`: a preset's full run configuration as JSON, to edit and pass to `seedflow run <file>` or, as
 // the workflow input `{ runId, config }`, to `temporal workflow start --type seedRun --input-file`.
 import { ALGORITHM_NAMES, type AlgorithmName } from '../seed/algorithms.ts'
-import {
-  cpuSokobanPreset,
-  paperPreset,
-  RUN_ENV_NAMES,
-  type RunConfig,
-  type RunEnvName,
-  smokeSokobanPreset,
-} from '../seed/config.ts'
+import { RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
+import { paperPreset } from '../seed/presets/paper.ts'
+import { smokeSokobanPreset } from '../seed/presets/smoke.ts'
 import { assertValidRunId } from '../store/keys.ts'
 
 export const PRESET_NAMES = ['cpu-sokoban', 'smoke-sokoban', ...RUN_ENV_NAMES.map((env) => `paper-${env}`)] as const

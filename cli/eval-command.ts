@@ -19,15 +19,9 @@ import { localPaths } from '../infra/local-stack.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../policy/hf-import.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
-import {
-  cpuSokobanPreset,
-  ENV_STEP_CAPS,
-  type PromptSettings,
-  paperPreset,
-  RUN_ENV_NAMES,
-  type RunConfig,
-  type RunEnvName,
-} from '../seed/config.ts'
+import { ENV_STEP_CAPS, type PromptSettings, RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
+import { paperPreset } from '../seed/presets/paper.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { RunInputError, runCheckpoint, runConfigOf } from './run-checkpoint.ts'

@@ -4,18 +4,18 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
-  cpuSokobanPreset,
   MAX_NAME_LENGTH,
   MAX_PATH_LENGTH,
   MAX_URL_LENGTH,
-  paperPreset,
   parseRunConfig,
   RunConfigError,
   runConfig,
-  smokeSokobanPreset,
 } from '../../seed/config.ts'
 import { dottedPath, MAX_PROBLEM_LENGTH, MAX_PROBLEMS } from '../../seed/config-problems.ts'
 import { checkOverrides } from '../../seed/hyperparameters.ts'
+import { cpuSokobanPreset } from '../../seed/presets/cpu.ts'
+import { paperPreset } from '../../seed/presets/paper.ts'
+import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
 import { microConfig, microImportedConfig } from '../activities/core/micro.ts'
 import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs, namesPath } from './malformed-configs.ts'
 

@@ -6,8 +6,9 @@
 // (negative, beyond the maximum, non-integers, huge), huge strings, values nested 1000 deep, arrays where objects
 // are expected, null. Every generated config survives a JSON round trip (no NaN, no Infinity).
 import { z } from 'zod'
-import { cpuSokobanPreset, type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
+import { type RunConfig, RunConfigSchema, runConfig } from '../../seed/config.ts'
 import { dottedPath } from '../../seed/config-problems.ts'
+import { cpuSokobanPreset } from '../../seed/presets/cpu.ts'
 
 export type FieldPath = (string | number)[]
 

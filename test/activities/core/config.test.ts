@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ENV_NAMES, ENVS } from '../../../envs/index.ts'
-import {
-  cpuSokobanPreset,
-  ENV_STEP_CAPS,
-  paperPreset,
-  parseRunConfig,
-  RUN_ENV_NAMES,
-  RunConfigError,
-  runConfig,
-} from '../../../seed/config.ts'
+import { ENV_STEP_CAPS, parseRunConfig, RUN_ENV_NAMES, RunConfigError, runConfig } from '../../../seed/config.ts'
+import { cpuSokobanPreset } from '../../../seed/presets/cpu.ts'
+import { paperPreset } from '../../../seed/presets/paper.ts'
 
 describe('run config', () => {
   it('mirrors the environment table (names and step caps)', () => {

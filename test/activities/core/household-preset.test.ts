@@ -8,7 +8,8 @@ import { demonstrations, demoResponse } from '../../../activities/core/warmstart
 import { getEnv } from '../../../envs/index.ts'
 import { trainByteLevelBpe } from '../../../policy/bpe-trainer.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../../policy/tokenizer.ts'
-import { CPU_PRESETS, cpuHouseholdPreset, cpuPreset, ENV_STEP_CAPS } from '../../../seed/config.ts'
+import { ENV_STEP_CAPS } from '../../../seed/config.ts'
+import { CPU_PRESETS, cpuHouseholdPreset, cpuPreset } from '../../../seed/presets/cpu.ts'
 
 /** Step samples one Stage 2 iteration may produce at most (about sokoban's token volume). */
 const MAX_ITERATION_SAMPLES = 1500

@@ -13,7 +13,8 @@ import {
 } from '../../../activities/core/index.ts'
 import type { Engine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
-import { type RunConfig, runConfig, smokeSokobanPreset } from '../../../seed/config.ts'
+import { type RunConfig, runConfig } from '../../../seed/config.ts'
+import { smokeSokobanPreset } from '../../../seed/presets/smoke.ts'
 
 export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConfig {
   const smoke = smokeSokobanPreset(algorithm)

@@ -13,7 +13,7 @@ import { actionBalanceWeights, demonstrations, demoResponse, frameWeights } from
 import { createLocalEngine } from '../../../engine/index.ts'
 import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
-import { cpuHouseholdPreset, cpuSokobanPreset } from '../../../seed/config.ts'
+import { cpuHouseholdPreset, cpuSokobanPreset } from '../../../seed/presets/cpu.ts'
 import { microCheckpoint, microConfig, microPolicy, microWarmstart, microWarmstartInput } from './micro.ts'
 
 describe('actionBalanceWeights', () => {

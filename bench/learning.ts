@@ -1,58 +1,52 @@
-// The learning benchmark (issue 6): does SEED beat GRPO on our environments with the built-in tiny model? For
-// every (env, seed): one warm-start, one Stage 1 (shared by the SEED rows), then each row's Stage 2 iterations
-// from its start checkpoint (the same tasks, rollouts and updates per iteration for every row: the iteration
-// seed does not depend on the row), with evaluations on fixed seed ranges of each split. Resumable: an
-// (env, row, seed) already in the results file is skipped, and the warm-start and Stage 1 checkpoints and their
-// evaluations are cached under .seedflow/bench/learning/. Results go to bench/results/learning.json after each
-// (env, row, seed), then the table and plot are rebuilt (bench/learning-report.ts).
+// The learning benchmark (issue 6, run through the product since issue 17): does SEED beat GRPO on our
+// environments with the built-in tiny model? Every number comes from seedRun workflows on the embedded Temporal
+// dev server with the in-process worker, read from the evaluations they stored. For every (env, seed): one base
+// run (the warm-start and its evaluations), one Stage 1 run forked from its base, then one run per row forked
+// from the base or from Stage 1 (the row's start), so the rows of one seed share one warm-start and one Stage 1
+// and see the same tasks per iteration (the iteration seed does not depend on the row). Resumable: an
+// (env, row, seed) already in the results file is skipped, and a run id that already finished is read, not
+// rerun (its phases are reused from the store when the dev server's state is gone). Results go to
+// bench/results/learning-seedrun.json after each (env, row, seed), then the table and plot are rebuilt
+// (bench/learning-report.ts), with what orchestration cost per iteration (Temporal time beside compute time).
 // Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000]
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import {
-  annotateStage1,
-  type EvaluationResult,
-  evaluate,
-  evaluationSeed,
-  loadPolicy,
-  type Policy,
-  runIteration,
-  toCheckpoint,
-  trainStage1,
-  warmstart,
-} from '../activities/core/index.ts'
-import { createLocalEngine } from '../engine/index.ts'
+import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client'
+import type { PhaseManifest } from '../activities/phase.ts'
+import { quietRuntime, resolveTemporal } from '../cli/run-command.ts'
 import type { Split } from '../envs/types.ts'
-import { type Checkpoint, decodeCheckpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
+import { localPaths } from '../infra/local-stack.ts'
 import { ALGORITHMS, type AlgorithmName, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { parseRunConfig, type RunConfig, type RunEnvName } from '../seed/config.ts'
 import { cpuPreset } from '../seed/presets/cpu.ts'
-import { CHECKPOINT_FILES } from '../store/keys.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { latestAttempt } from '../store/attempts.ts'
+import { storeFromEnv } from '../store/from-env.ts'
+import { getJson } from '../store/json.ts'
+import { keys } from '../store/keys.ts'
+import { createLocalWorker, type LocalWorker } from '../workers/local.ts'
+import { TASK_QUEUES } from '../workers/task-queues.ts'
+import { type Evaluation, type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
 import { type LearningEntry, type LearningResults, writeLearningReport } from './learning-report.ts'
+import { orchestrationShare } from './orchestration.ts'
 
 /** Rows the benchmark runs: those that evaluate without skills in the prompt. */
 const BENCH_ROWS = ['seed', 'grpo', 'seed-static', 'seed-library', 'seed-no-sft'] as const
 
 /**
  * What the benchmark evaluates per environment: the splits of the start and final evaluations (sokoban's
- * test-unseen is its test-seen, the same generator) and tasks per split (the issue's minimums), and the split and
- * tasks of the learning curve's intermediate points.
+ * test-unseen is its test-seen, the same generator) and tasks per split (the issue's minimums); the learning
+ * curve's intermediate points are on the first split.
  */
 interface BenchEnv {
-  splits: Split[]
+  splits: [Split, ...Split[]]
   finalTasks: number
-  curveSplit: Split
-  curveTasks: number
 }
 const BENCH_ENVS: Partial<Record<RunEnvName, BenchEnv>> = {
-  sokoban: { splits: ['validation', 'test-seen'], finalTasks: 1000, curveSplit: 'test-seen', curveTasks: 500 },
-  household: {
-    splits: ['validation', 'test-seen', 'test-unseen'],
-    finalTasks: 300,
-    curveSplit: 'test-unseen',
-    curveTasks: 100,
-  },
-  ezpoints: { splits: ['validation', 'test-seen'], finalTasks: 1000, curveSplit: 'test-seen', curveTasks: 500 },
+  sokoban: { splits: ['test-seen', 'validation'], finalTasks: 1000 },
+  household: { splits: ['test-unseen', 'validation', 'test-seen'], finalTasks: 300 },
+  ezpoints: { splits: ['test-seen', 'validation'], finalTasks: 1000 },
 }
 const benchEnv = (env: RunEnvName): BenchEnv => BENCH_ENVS[env] as BenchEnv
 
@@ -64,10 +58,11 @@ const args = parseArgs({
     /** Default per environment (BENCH_ENVS). */
     'eval-tasks': { type: 'string' },
     'curve-every': { type: 'string', default: '4' },
-    'curve-tasks': { type: 'string' },
     iterations: { type: 'string' },
-    out: { type: 'string', default: 'bench/results/learning.json' },
-    cache: { type: 'string', default: '.seedflow/bench/learning' },
+    out: { type: 'string', default: 'bench/results/learning-seedrun.json' },
+    /** Prefix of the benchmark's run ids (another prefix starts over). */
+    prefix: { type: 'string', default: 'lb' },
+    /** ORT threads of the in-process worker's engine (SEEDFLOW_ORT_THREADS). */
     threads: { type: 'string', default: '2' },
     /** Stage 2 overrides, `stage2.opdCoef=1`; the row is recorded as `seed[stage2.opdCoef=1]`. */
     set: { type: 'string', multiple: true, default: [] },
@@ -84,13 +79,11 @@ const rows = list(args.rows) as AlgorithmName[]
 const seeds = list(args.seeds).map(Number)
 const evalTasks = (env: RunEnvName) => Number(args['eval-tasks'] ?? benchEnv(env).finalTasks)
 const curveEvery = Number(args['curve-every'])
-const curveTasks = (env: RunEnvName) => Number(args['curve-tasks'] ?? benchEnv(env).curveTasks)
 for (const row of rows) {
   if (!(BENCH_ROWS as readonly string[]).includes(row)) throw new Error(`--rows: ${row} is not one of ${BENCH_ROWS}`)
 }
 for (const env of envs) if (!BENCH_ENVS[env]) throw new Error(`--envs: no benchmark settings for ${env}`)
 
-const engine = createLocalEngine({ threads: Number(args.threads) })
 const started = performance.now()
 const log = (...parts: unknown[]) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)}s]`, ...parts)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
@@ -100,11 +93,12 @@ function readResults(): LearningResults {
 }
 
 function writeAtomic(path: string, text: string): void {
+  mkdirSync(join(path, '..'), { recursive: true })
   writeFileSync(`${path}.tmp`, text)
   renameSync(`${path}.tmp`, path)
 }
 
-/** `--set stage2.<name>=<number>` overrides (Stage 2 only: the cached warm-start and Stage 1 stay valid). */
+/** `--set stage2.<name>=<number>` overrides (Stage 2 only: the shared warm-start and Stage 1 stay valid). */
 const overrides = (args.set ?? []).map((s) => {
   const match = /^stage2\.([A-Za-z]+)=(-?[0-9.eE+-]+)$/.exec(s)
   if (!match) throw new Error(`--set ${s}: expected stage2.<name>=<number>`)
@@ -113,248 +107,185 @@ const overrides = (args.set ?? []).map((s) => {
 /** The row's key in the results: its name, with the overrides it ran under. */
 const rowKey = (row: string) => (args.set?.length ? `${row}[${args.set.join(',')}]` : row)
 
-function config(env: RunEnvName, row: AlgorithmName, seed: number): RunConfig {
+/** The row's run configuration: the CPU preset, the benchmark's evaluations, the overrides, maybe a fork. */
+function config(
+  env: RunEnvName,
+  row: AlgorithmName,
+  seed: number,
+  stage: { iterations?: number; fork?: RunConfig['fork'] } = {},
+): RunConfig {
   const c = cpuPreset(env, row)
-  const iterations = args.iterations ? Number(args.iterations) : c.stage2.iterations
+  const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
   const stage2: Record<string, unknown> = { ...c.stage2, iterations }
   for (const o of overrides) {
     if (typeof stage2[o.name] !== 'number') throw new Error(`--set stage2.${o.name}: not a numeric Stage 2 setting`)
     stage2[o.name] = o.value
   }
-  const parsed = parseRunConfig({ ...c, seed, stage2 })
-  if (!parsed.ok) throw new Error(`--set: ${parsed.problems.join('; ')}`)
+  const [curve, ...more] = benchEnv(env).splits
+  const tasks = evalTasks(env)
+  const evaluation = {
+    ...c.evaluation,
+    split: curve,
+    seedStart: 0,
+    tasks,
+    every: curveEvery,
+    splits: more.map((split) => ({ split, tasks })),
+  }
+  const parsed = parseRunConfig({ ...c, seed, stage2, evaluation, ...(stage.fork ? { fork: stage.fork } : {}) })
+  if (!parsed.ok) throw new Error(`run config of ${env} ${row} seed ${seed}: ${parsed.problems.join('; ')}`)
   return parsed.config
 }
 
-// ---- cached checkpoints and evaluations (shared by the rows of one env and seed) ----
+const runId = (...parts: (string | number)[]) =>
+  [args.prefix, ...parts]
+    .join('-')
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/-+$/, '')
 
-function saveFolder(dir: string, checkpoint: Checkpoint): void {
-  mkdirSync(dir, { recursive: true })
-  for (const [file, bytes] of Object.entries(encodeCheckpoint(checkpoint))) writeFileSync(join(dir, file), bytes)
-  writeFileSync(join(dir, 'done'), '')
-}
-
-function loadFolder(dir: string): Checkpoint | null {
-  if (!existsSync(join(dir, 'done'))) return null
-  const files: Record<string, Uint8Array> = {}
-  for (const f of CHECKPOINT_FILES) if (existsSync(join(dir, f))) files[f] = readFileSync(join(dir, f))
-  return decodeCheckpoint(files, dir)
-}
-
-/**
- * Guards a cached folder against settings that changed since it was made (a preset edited between sessions):
- * the settings are recorded beside it; a folder made with others is refused, not silently reused. A folder from
- * before this record gets the current settings recorded.
- */
-function checkSettings(dir: string, settings: unknown): void {
-  const path = join(dir, 'settings.json')
-  const now = JSON.stringify(settings)
-  if (!existsSync(path)) {
-    mkdirSync(dir, { recursive: true })
-    writeFileSync(path, now)
-    return
+/** Runs seedRun `id` to its end, or reads the result of the run of that id that already finished. */
+async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedRunResult> {
+  const handle = client.workflow.getHandle<typeof seedRun>(id)
+  try {
+    const { status } = await handle.describe()
+    if (status.name === 'COMPLETED' || status.name === 'RUNNING') {
+      log(`  ${id}: ${status.name === 'COMPLETED' ? 'finished before; read' : 'running; waiting for it'}`)
+      return await handle.result()
+    }
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error
   }
-  if (readFileSync(path, 'utf8') !== now) {
-    throw new Error(`${dir} was made with other settings than the preset's now (${path}); move it away to remake it`)
-  }
-}
-
-async function cached<T>(path: string, make: () => Promise<T>): Promise<T> {
-  if (existsSync(path)) return JSON.parse(readFileSync(path, 'utf8')) as T
-  const value = await make()
-  mkdirSync(join(path, '..'), { recursive: true })
-  writeAtomic(path, JSON.stringify(value))
-  return value
-}
-
-async function heldOut(policy: Policy, c: RunConfig, split: Split, tasks: number): Promise<EvaluationResult> {
-  return evaluate(policy, {
-    env: c.env,
-    split,
-    seedStart: 0,
-    tasks,
-    temperature: c.evaluation.temperature,
-    maxEnvSteps: c.evaluation.maxEnvSteps,
-    prompt: c.prompt,
-    seed: evaluationSeed(c.seed),
-    maxBatch: 256,
+  log(
+    `  ${id}: starting seedRun (${c.algorithm}, ${c.stage2.iterations} iterations${c.fork ? `, forked from ${c.fork.run} at ${JSON.stringify(c.fork.at)}` : ''})`,
+  )
+  const started = await client.workflow.start(seedRun, {
+    taskQueue: TASK_QUEUES.control,
+    workflowId: id,
+    args: [{ runId: id, config: c }],
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   })
+  return started.result()
 }
 
-function entry(r: EvaluationResult, iteration: number, split: Split, checkpoint: LearningEntry['checkpoint']) {
-  return { iteration, split, checkpoint, success: r.successRate, score: r.meanScore, episodes: r.tasks }
-}
-
-async function evaluateAll(
-  policy: Policy,
-  c: RunConfig,
-  iteration: number,
+/** The benchmark's entries from a run's stored evaluations (their manifests name the stored JSON). */
+async function entries(
+  store: ArtifactStore,
+  result: SeedRunResult,
   checkpoint: LearningEntry['checkpoint'],
-): Promise<LearningEntry[]> {
+  env: RunEnvName,
+) {
   const out: LearningEntry[] = []
-  for (const split of benchEnv(c.env).splits) {
-    const r = await heldOut(policy, c, split, evalTasks(c.env))
-    log(`  ${checkpoint} ${iteration} on ${split}: ${pct(r.successRate)} ± ${pct(r.standardError)} (${r.tasks} tasks)`)
-    out.push(entry(r, iteration, split, checkpoint))
+  for (const e of result.evaluations as Evaluation[]) {
+    const manifest = (await getJson(store, e.manifestKey)) as PhaseManifest
+    const stored = manifest.outputs.evaluation
+    if (!stored) throw new Error(`${e.manifestKey} records no evaluation`)
+    const evaluation = (await getJson(store, stored.key, stored.sha256)) as {
+      split: string
+      successRate: number
+      meanScore: number
+      tasks: number
+    }
+    const iteration = e.target?.kind === 'iteration' ? e.target.iteration + 1 : 0
+    out.push({
+      iteration,
+      split: evaluation.split,
+      checkpoint,
+      success: evaluation.successRate,
+      score: evaluation.meanScore,
+      episodes: evaluation.tasks,
+    })
+    log(
+      `    ${checkpoint} ${iteration} on ${evaluation.split}: ${pct(evaluation.successRate)} (${evaluation.tasks} tasks) [${env}]`,
+    )
   }
   return out
 }
 
-/** The warm-start checkpoint of (env, seed) and its evaluations; made once. */
-async function base(env: RunEnvName, seed: number, dir: string) {
-  const c = config(env, 'grpo', seed)
-  let checkpoint = loadFolder(join(dir, 'base'))
-  let stats: unknown = null
-  const settings = c.warmstart
-  if (!settings) throw new Error(`the ${env} CPU preset has no warm-start`)
-  checkSettings(join(dir, 'base'), { model: c.model, prompt: c.prompt, warmstart: settings, evaluation: c.evaluation })
-  if (!checkpoint) {
-    log(`${env} seed ${seed}: warm-start`)
-    const r = await warmstart(engine, {
-      env,
-      model: c.model as Extract<RunConfig['model'], { kind: 'builtin' }>,
-      prompt: c.prompt,
-      warmstart: settings,
-      analyzer: c.stage2.analyzer,
-      evaluation: c.evaluation,
-      seed,
-      onCheck: (check) => log(`  warm-start step ${check.step}: validation ${pct(check.successRate)}`),
-    })
-    saveFolder(join(dir, 'base'), r.checkpoint)
-    writeFileSync(join(dir, 'base', 'stats.json'), JSON.stringify(r.stats))
-    const p = r.stats.polishCheck
-    log(
-      `  warm-start kept step ${r.stats.keptStep}` +
-        (p
-          ? `; validation just before the polish ${pct(p.before.success)} (malformed ${pct(p.before.invalidRate)}),` +
-            ` after it ${pct(p.after.success)} (malformed ${pct(p.after.invalidRate)})`
-          : ''),
-    )
-    checkpoint = r.checkpoint
-    stats = r.stats
-  } else {
-    stats = JSON.parse(readFileSync(join(dir, 'base', 'stats.json'), 'utf8'))
+/** Each iteration's metrics.json (parse rate, OPD gate, teacher gaps …), as the run stored them. */
+async function iterationMetrics(store: ArtifactStore, id: string, iterations: number) {
+  const out: unknown[] = []
+  for (let k = 0; k < iterations; k++) {
+    const attempt = await latestAttempt(store, (a) => keys.metrics(id, k, a))
+    out.push(attempt === undefined ? null : await getJson(store, keys.metrics(id, k, attempt)))
   }
-  const policy = loadPolicy(engine, checkpoint)
-  const evaluations = await cached(join(dir, 'base', 'evaluations.json'), () => evaluateAll(policy, c, 0, 'warm-start'))
-  await policy.model.release()
-  return { checkpoint, stats, evaluations }
+  return out
 }
 
-/** π_0 of (env, seed): Stage 1 from the warm-start; its library (the oracle's annotations); made once. */
-async function stage1(env: RunEnvName, seed: number, dir: string, start: Checkpoint) {
-  const c = config(env, 'seed', seed)
-  const folder = join(dir, 'stage1')
-  checkSettings(folder, { stage1: c.stage1 })
-  let checkpoint = loadFolder(folder)
-  if (!checkpoint) {
-    log(`${env} seed ${seed}: Stage 1`)
-    const policy = loadPolicy(engine, start)
-    const annotation = await annotateStage1(policy, c)
-    const sft = await trainStage1(policy, annotation, c)
-    checkpoint = toCheckpoint(policy)
-    await policy.model.release()
-    saveFolder(folder, checkpoint)
-    const library = annotation.skills.filter((s) => s.ok).map((s) => s.skill as string)
-    writeFileSync(join(folder, 'library.json'), JSON.stringify(library))
-    writeFileSync(
-      join(folder, 'stats.json'),
-      JSON.stringify({ rollout: annotation.rollout, annotation: annotation.annotation, sft }),
-    )
-    log(`  Stage 1: SFT loss ${sft.firstLoss.toFixed(3)} → ${sft.lastLoss.toFixed(3)}, ${sft.skillPairs} skill pairs`)
-  }
-  const library = JSON.parse(readFileSync(join(folder, 'library.json'), 'utf8')) as string[]
-  const policy = loadPolicy(engine, checkpoint)
-  const evaluations = await cached(join(folder, 'evaluations.json'), () => evaluateAll(policy, c, 0, 'stage1'))
-  await policy.model.release()
-  return { checkpoint, library, evaluations }
-}
-
-/** One row's Stage 2 from its start checkpoint; evaluations along the way and at the end. */
-async function stage2(
-  c: RunConfig,
-  start: Checkpoint,
-  pi0: Checkpoint | null,
-  library: readonly string[],
-): Promise<{ entries: LearningEntry[]; iterations: unknown[] }> {
-  const row = ALGORITHMS[c.algorithm]
-  const policy = loadPolicy(engine, start)
-  const reference = loadPolicy(engine, start)
-  const fixedAnalyzer = row.analyzer === 'stage1' && pi0 ? loadPolicy(engine, pi0) : undefined
-  const entries: LearningEntry[] = []
-  const iterations: unknown[] = []
-  const { curveSplit } = benchEnv(c.env)
-  let optimizerState: Awaited<ReturnType<typeof runIteration>>['optimizerState'] | undefined
-  const K = c.stage2.iterations
-  for (let k = 0; k < K; k++) {
-    const it = await runIteration(
-      { policy, reference, ...(fixedAnalyzer ? { stage1: fixedAnalyzer } : {}) },
-      {
-        config: c,
-        iteration: k,
-        ...(optimizerState ? { optimizerState } : {}),
-        ...(needsLibrary(row) ? { library } : {}),
-      },
-    )
-    optimizerState = it.optimizerState
-    const g = it.rescore.teacherGap
-    const f = (x: number | null | undefined, d = 3) => (x == null ? '-' : x.toFixed(d))
-    log(
-      `  ${c.algorithm} it ${k}: train ${pct(it.rollout.successRate)}, invalid ${pct(it.rollout.invalidRate)}, ` +
-        `parse ${it.analyze ? f(it.analyze.parse.parseRate, 2) : '-'}, gate ${f(it.update.opdGateMean)}, ` +
-        `gap expert ${f(g.expert)} (${g.expertSamples}) other ${f(g.other)} (${g.otherSamples})`,
-    )
-    iterations.push({ iteration: k, rollout: it.rollout, analyze: it.analyze, rescore: it.rescore, update: it.update })
-    const done = k + 1
-    if (done < K && curveEvery > 0 && done % curveEvery === 0) {
-      const r = await heldOut(policy, c, curveSplit, curveTasks(c.env))
-      log(`  ${c.algorithm} after ${done} iterations on ${curveSplit}: ${pct(r.successRate)} (${r.tasks} tasks)`)
-      entries.push(entry(r, done, curveSplit, 'iteration'))
+const { target } = await resolveTemporal()
+const store = storeFromEnv(localPaths().artifacts)
+log(`artifacts in ${store.location}`)
+quietRuntime()
+process.env.SEEDFLOW_ORT_THREADS ??= args.threads
+const connection = await Connection.connect(target.connectionOptions as ConnectionOptions)
+const client = new Client({ connection, namespace: target.namespace })
+const local: LocalWorker = await createLocalWorker({
+  connectionOptions: target.connectionOptions,
+  namespace: target.namespace,
+  store,
+})
+const working = local.runUntil(
+  (async () => {
+    for (const env of envs) {
+      for (const seed of seeds) {
+        const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
+        if (todo.length === 0) {
+          log(`${env} seed ${seed}: ${rows.join(', ')} already in ${args.out}; skipped`)
+          continue
+        }
+        const baseId = runId(env, `s${seed}`, 'base')
+        log(`${env} seed ${seed}: the base run (warm-start and its evaluations)`)
+        const base = await runToEnd(client, baseId, config(env, 'grpo', seed, { iterations: 0 }))
+        const baseEntries = await entries(store, base, 'warm-start', env)
+        const needsPi0 = todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
+        const stage1Id = runId(env, `s${seed}`, 'stage1')
+        let stage1Entries: LearningEntry[] = []
+        if (needsPi0) {
+          log(`${env} seed ${seed}: the Stage 1 run, forked from the base`)
+          const fork = { run: baseId, at: 'base' as const }
+          const pi0 = await runToEnd(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }))
+          stage1Entries = (await entries(store, pi0, 'stage1', env)).filter((e) => e.checkpoint === 'stage1')
+        }
+        for (const row of todo) {
+          const fromStage1 = needsStage1(ALGORITHMS[row])
+          const fork = fromStage1 ? { run: stage1Id, at: 'stage1' as const } : { run: baseId, at: 'base' as const }
+          const c = config(env, row, seed, { fork })
+          const id = runId(env, `s${seed}`, rowKey(row), `k${c.stage2.iterations}`)
+          log(
+            `${env} seed ${seed}: ${rowKey(row)}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
+          )
+          const result = await runToEnd(client, id, c)
+          const rowEntries = await entries(store, result, 'iteration', env)
+          const share = await orchestrationShare(client, id, c.stage2.iterations)
+          log(
+            `  orchestration: ${pct(share.share)} of ${share.iterations} iterations' wall time ` +
+              `(${share.orchestrationSeconds.toFixed(1)} s of ${share.wallSeconds.toFixed(1)} s; median iteration ${pct(share.medianShare)})`,
+          )
+          const results = readResults()
+          results[env] ??= {}
+          const key = rowKey(row)
+          results[env][key] ??= {}
+          results[env][key][String(seed)] = [
+            ...baseEntries,
+            ...(needsStage1(ALGORITHMS[row]) ? stage1Entries : []),
+            ...rowEntries,
+          ]
+          writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
+          const diagnostics = join(join(args.out, '..'), 'learning-runs-seedrun', `${env}-${key}-${seed}.json`)
+          const iterations = await iterationMetrics(store, id, c.stage2.iterations)
+          writeAtomic(
+            diagnostics,
+            `${JSON.stringify({ runId: id, config: c, orchestration: share, iterations }, null, 1)}\n`,
+          )
+          await writeLearningReport(args.out, results)
+          log(`${env} seed ${seed}: ${key} written to ${args.out}`)
+        }
+      }
     }
-  }
-  entries.push(...(await evaluateAll(policy, c, K, 'iteration')))
-  for (const p of [policy, reference, fixedAnalyzer]) await p?.model.release()
-  return { entries, iterations }
+  })(),
+)
+try {
+  await working
+} finally {
+  await local.close()
+  await connection.close()
 }
-
-for (const env of envs) {
-  for (const seed of seeds) {
-    const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
-    if (todo.length === 0) {
-      log(`${env} seed ${seed}: ${rows.join(', ')} already in ${args.out}; skipped`)
-      continue
-    }
-    const dir = join(args.cache, env, `seed-${seed}`)
-    const warm = await base(env, seed, dir)
-    const needsPi0 = todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
-    const pi0 = needsPi0 ? await stage1(env, seed, dir, warm.checkpoint) : null
-    for (const row of todo) {
-      const c = config(env, row, seed)
-      const fromStage1 = needsStage1(ALGORITHMS[row]) && pi0 !== null
-      log(
-        `${env} seed ${seed}: ${row}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
-      )
-      const run = await stage2(
-        c,
-        fromStage1 ? pi0.checkpoint : warm.checkpoint,
-        pi0?.checkpoint ?? null,
-        pi0?.library ?? [],
-      )
-      const entries = [...warm.evaluations, ...(fromStage1 ? pi0.evaluations : []), ...run.entries]
-      const results = readResults()
-      results[env] ??= {}
-      const key = rowKey(row)
-      results[env][key] ??= {}
-      results[env][key][String(seed)] = entries
-      mkdirSync(join(args.out, '..'), { recursive: true })
-      writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
-      const diagnostics = join(join(args.out, '..'), 'learning-runs', `${env}-${rowKey(row)}-${seed}.json`)
-      mkdirSync(join(diagnostics, '..'), { recursive: true })
-      writeAtomic(diagnostics, `${JSON.stringify({ config: c, iterations: run.iterations }, null, 1)}\n`)
-      await writeLearningReport(args.out, results)
-      log(`${env} seed ${seed}: ${rowKey(row)} written to ${args.out}`)
-    }
-  }
-}
-await engine.close()
 log('done')

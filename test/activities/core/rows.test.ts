@@ -127,13 +127,10 @@ describe('rollouts do not depend on how the iteration is sharded', () => {
       JSON.stringify(ts.map((t) => ({ ...t, steps: t.steps.map(({ samplerLogprobs: _, ...step }) => step) })))
     assert.equal(without(many.trajectories), without(one.trajectories))
     let gap = 0
-    many.trajectories.forEach((t, i) =>
-      t.steps.forEach((step, j) =>
-        step.samplerLogprobs.forEach((lp, n) => {
+    for (const [i, t] of many.trajectories.entries())
+      for (const [j, step] of t.steps.entries())
+        for (const [n, lp] of step.samplerLogprobs.entries())
           gap = Math.max(gap, Math.abs(lp - (one.trajectories[i]?.steps[j]?.samplerLogprobs[n] ?? Number.NaN)))
-        }),
-      ),
-    )
     assert.ok(gap < 1e-5, `sampler log-probs differ by ${gap}`)
   })
 })

@@ -1,4 +1,4 @@
-// The pipeline activities (DESIGN.md section 3): each phase reads its inputs from the artifact store, runs the
+// The pipeline activities (docs/design.md §3): each phase reads its inputs from the artifact store, runs the
 // training core on the worker's engine, writes its outputs and returns keys and small statistics. Every phase
 // goes through runPhase, so a retried or re-run phase with the same config and inputs is reused, not recomputed.
 import { AsyncLocalStorage } from 'node:async_hooks'

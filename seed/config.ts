@@ -1,6 +1,6 @@
-// The run configuration: one zod schema for a whole SEED run (DESIGN.md sections 8 and 9), the paper's
-// per-environment presets for real models (reference section 7) and CPU presets for the built-in tiny model
-// (reference section 13, cpu-scale notes). Pure: no environment or model code is imported, so workflows can
+// The run configuration: one zod schema for a whole SEED run (docs/design.md §9), the paper's
+// per-environment presets for real models (docs/algorithm.md §7) and CPU presets for the built-in tiny model
+// (docs/algorithm.md §13, docs/benchmarks.md §8). Pure: no environment or model code is imported, so workflows can
 // validate a config at start. The environment names and step caps are mirrored here and kept equal to
 // `envs/` by a test.
 import { z } from 'zod'
@@ -214,7 +214,7 @@ export const Stage2Schema = z.strictObject({
   advantageStatistics: z.enum(['steps', 'trajectories']),
   /**
    * Scale each step sample's advantage by (mean trajectory length / its trajectory's length), so every episode
-   * weighs the same (cpu-scale notes pitfall 3). Off in the paper presets.
+   * weighs the same (docs/benchmarks.md §8, pitfall 3). Off in the paper presets.
    */
   perEpisodeWeight: z.boolean(),
   aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
@@ -233,7 +233,7 @@ const Evaluation = z.strictObject({
   every: int(0),
 })
 
-/** Which iteration checkpoints a run keeps (DESIGN.md section 4); the base and Stage 1 checkpoints are always kept. */
+/** Which iteration checkpoints a run keeps (docs/design.md §5.4); the base and Stage 1 checkpoints are always kept. */
 const Retention = z.strictObject({
   /** The last N iteration checkpoints are kept (the newest one is the next iteration's acting policy). */
   keepLast: positiveInt().default(3),
@@ -352,7 +352,7 @@ export function runConfig(input: unknown): RunConfig {
 
 // ---- presets ----
 
-/** Reference section 7 per environment: B / N, max steps, history, prompt length, mini-batch, adv mode, KL. */
+/** docs/algorithm.md §7 per environment: B / N, max steps, history, prompt length, mini-batch, adv mode, KL. */
 const PAPER_ENV: Record<
   RunEnvName,
   {
@@ -410,7 +410,7 @@ function paperEnv(
 }
 
 /**
- * The paper's Stage 2 settings for a real model (reference section 7; Stage 1 from section 2) on `env`, with an
+ * The paper's Stage 2 settings for a real model (docs/algorithm.md §7 and §2 for Stage 1) on `env`, with an
  * imported model folder. Real models skip the warm-start.
  */
 export function paperPreset(env: RunEnvName, folder: string, algorithm: AlgorithmName = 'seed'): RunConfig {
@@ -478,7 +478,7 @@ export function paperPreset(env: RunEnvName, folder: string, algorithm: Algorith
 }
 
 /**
- * The built-in tiny model on Sokoban, sized for 2 CPU cores (cpu-scale notes): a ~0.7M-parameter decoder, the
+ * The built-in tiny model on Sokoban, sized for 2 CPU cores (docs/benchmarks.md §8): a ~0.7M-parameter decoder, the
  * compact prompt with one token per grid cell (~180 tokens), skill-augmented prompts (~310) and analyzer prompts
  * (oldest steps dropped past 400 tokens) inside 640 positions; behaviour cloning stopped early so that RL starts
  * from an imperfect policy; lr and per-episode weighting from the prototype, not the paper.
@@ -621,7 +621,7 @@ export function smokeSokobanPreset(algorithm: AlgorithmName = 'seed'): RunConfig
  * The warm-start keeps its best validation check (keepBest; the 64-task checks swing by 10+ points between
  * checkpoints 300 steps apart). In bench:learning (three seeds) the clone starts at 3–10% (T = 0.4, 300 tasks),
  * Stage 1 (replaying the demonstrations at lr 1e-3) lowers that on two seeds of three, and `seed` ends at 16.7%
- * test-unseen on average, `grpo` at 15.9% (README "Learning benchmark").
+ * test-unseen on average, `grpo` at 15.9% (docs/benchmarks.md §3.2).
  */
 export function cpuHouseholdPreset(algorithm: AlgorithmName = 'seed'): RunConfig {
   const sokoban = cpuSokobanPreset(algorithm)

@@ -1,4 +1,4 @@
-// One Stage 2 iteration of any algorithm row (reference sections 3 and 12), in process: rollout → analyze →
+// One Stage 2 iteration of any algorithm row (docs/algorithm.md §3, §12), in process: rollout → analyze →
 // rescore → update, each phase only where the row has it, the teacher's context chosen by the row. The Temporal
 // workflow runs the same phases as activities; this composition is for scripts and tests.
 import type { AdamWState } from '../../engine/index.ts'

@@ -53,8 +53,8 @@ const weighted =
   }
 
 /**
- * The iteration's headline metrics, `phase/name` as DESIGN.md section 10 names metrics. Truncation counts are
- * prompts per phase (reference section 13); the OPD gate statistics are token means over the distilled tokens
+ * The iteration's headline metrics, `phase/name` as docs/design.md §11.1 names metrics. Truncation counts are
+ * prompts per phase (docs/algorithm.md §13); the OPD gate statistics are token means over the distilled tokens
  * (the update's, from the live student and the rescored teacher); timings add up the shards' compute seconds.
  */
 export const ITERATION_METRICS = {

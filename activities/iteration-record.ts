@@ -1,4 +1,4 @@
-// The end of a Stage 2 iteration (DESIGN.md section 4): metrics.json from the phase manifests' statistics,
+// The end of a Stage 2 iteration (docs/design.md §5.3): metrics.json from the phase manifests' statistics,
 // through the phase wrapper (phase `metrics`), then manifest.json, which lists every artifact of the iteration
 // with its sha256, bytes and parents. The iteration manifest is written last and with create-if-absent: its
 // presence says the iteration is complete, and a rerun finds the same one.

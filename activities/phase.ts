@@ -1,4 +1,4 @@
-// The one wrapper that makes every phase idempotent (DESIGN.md section 3): a phase shard first looks for its own
+// The one wrapper that makes every phase idempotent (docs/design.md §4): a phase shard first looks for its own
 // finished manifest; if the manifest's config hash and input hashes match the current ones and its outputs are
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last

@@ -1,4 +1,4 @@
-// Retention (DESIGN.md section 4): after each iteration, keep the last N iteration checkpoints, the best by
+// Retention (docs/design.md §5.4): after each iteration, keep the last N iteration checkpoints, the best by
 // evaluation and every evaluated one, and optimizer state only for the newest. What is pruned is first written to
 // a retention record (a manifest whose entries are marked pruned, with when and why), then deleted: a crash in
 // between leaves a recorded deletion that the next pass finishes, never an unrecorded one.

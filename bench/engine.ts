@@ -1,5 +1,5 @@
 // npm run bench:engine: engine and policy-model speed on this machine, written to bench/results/engine.json.
-// Reference shape (engine notes): 4 layers, d=256, 4 heads, ff=1024, vocab 8192, batch 16 × 256.
+// Reference shape (docs/benchmarks.md §7): 4 layers, d=256, 4 heads, ff=1024, vocab 8192, batch 16 × 256.
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { AdamW, createBuilder, createLocalEngine, encodeModel, Graph, tensor, type Value } from '../engine/index.ts'
@@ -18,7 +18,7 @@ const [B, T] = [16, 256]
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 async function timeIt(fn: () => Promise<unknown>, repeats: number): Promise<number> {
-  await fn() // warm-up: the first runs of a session are slow (cpu-scale notes)
+  await fn() // warm-up: the first runs of a session are slow (docs/benchmarks.md §8)
   await fn()
   let best = Number.POSITIVE_INFINITY
   for (let i = 0; i < repeats; i++) {

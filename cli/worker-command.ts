@@ -9,7 +9,7 @@ import { createWorkerMetrics, sdkMetricsTelemetry } from '../workers/metrics.ts'
 import { TASK_QUEUES, type TaskQueueName } from '../workers/task-queues.ts'
 import { quietRuntime, resolveTemporal, say } from './run-command.ts'
 
-/** What each `seedflow worker <role>` polls (DESIGN.md section 3). */
+/** What each `seedflow worker <role>` polls (docs/design.md §10.1). */
 export const WORKER_ROLES = {
   local: ['control', 'rollout', 'train'],
   control: ['control'],

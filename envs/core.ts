@@ -256,7 +256,7 @@ export function defineEnv<T, S>(
 }
 
 /**
- * The trajectory as the analyzer sees it (reference section 4): the task, then per step the observation, the full
+ * The trajectory as the analyzer sees it (docs/algorithm.md §4): the task, then per step the observation, the full
  * response and the validity flag. The oracle may only name what appears in this text.
  */
 export function trajectoryText(t: Trajectory): string {

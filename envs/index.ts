@@ -1,4 +1,4 @@
-// The closed table of environments (DESIGN.md section 7). Adding one means adding a row here, nothing else.
+// The closed table of environments (docs/design.md §8). Adding one means adding a row here, nothing else.
 import { ezpoints } from './ezpoints/index.ts'
 import { household } from './household/index.ts'
 import { searchqa } from './searchqa/index.ts'

@@ -1,4 +1,4 @@
-// Seeded randomness for task generation and random policies. Never Math.random() in domain code (DESIGN.md 10).
+// Seeded randomness for task generation and random policies. Never Math.random() in domain code (docs/design.md §11.1).
 
 /** A seeded source of uniform numbers in [0, 1). */
 export interface Rng {

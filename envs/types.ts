@@ -1,6 +1,6 @@
 import type { Rng } from './rng.ts'
 
-// The environment interface of DESIGN.md section 7. Environments deal in strings: a model response goes in,
+// The environment interface of docs/design.md §8. Environments deal in strings: a model response goes in,
 // an observation comes out. Nothing here knows about tokens, tensors or Temporal.
 
 export const SPLITS = ['train', 'validation', 'test-seen', 'test-unseen'] as const
@@ -12,7 +12,7 @@ export interface TaskRef {
   seed: number
 }
 
-/** What a parser returns. Unusable output is data, not an exception (STYLE.md 5). */
+/** What a parser returns. Unusable output is data, not an exception (docs/design.md §11.2). */
 export type ParseResult = { ok: true; action: string } | { ok: false; reason: string }
 
 export interface EpisodeInfo {
@@ -89,7 +89,7 @@ export interface Episode {
   trajectory(): Trajectory
 }
 
-/** The analyzer's JSON (reference section 4). */
+/** The analyzer's JSON (docs/algorithm.md §4). */
 export interface AnalyzerOutput {
   episode_summary: string
   episode_skill: string

@@ -10,7 +10,7 @@ import {
   waitUntilReady,
 } from './processes.ts'
 
-/** The custom search attributes of DESIGN.md section 9, registered at dev-server start. */
+/** The custom search attributes of docs/design.md §10.4, registered at dev-server start. */
 export const SEARCH_ATTRIBUTES = {
   SeedIteration: 'Int',
   SeedPhase: 'Keyword',

@@ -58,7 +58,7 @@ export const PRESETS = {
     qkvBias: false,
     tieEmbeddings: true,
   },
-  /** The engine benchmark's reference shape (engine notes): 4 layers, d=256, 4 heads, ff=1024, vocab 8192. */
+  /** The engine benchmark's reference shape (docs/benchmarks.md §7): 4 layers, d=256, 4 heads, ff=1024, vocab 8192. */
   bench: {
     family: 'llama',
     vocabSize: 8192,

@@ -1,4 +1,4 @@
-// Group advantages (reference section 6.1). One training sample is one environment step; a GRPO group is every
+// Group advantages (docs/algorithm.md §6.1). One training sample is one environment step; a GRPO group is every
 // step sample sharing a task (uid). The released code pools all step samples of a group for the statistics
 // and uses the unbiased std; the paper's formula is over the N trajectories with the population std. Both are
 // here, the code's as the default.

@@ -1,4 +1,4 @@
-// The algorithm switchboard (reference section 12, DESIGN.md section 8): SEED and the paper's baselines as rows
+// The algorithm switchboard (docs/algorithm.md §12, docs/design.md §9): SEED and the paper's baselines as rows
 // of one closed table. Rows differ only in which phases run, where the skill comes from, what the teacher sees
 // and which loss terms are on. Pure data; the pipeline reads it.
 import type { LossTerms } from './losses.ts'
@@ -51,7 +51,7 @@ const SEED_TERMS: LossTerms = { kl: true, entropy: true, opd: true }
 const GRPO_PHASES = ['snapshot', 'rollout', 'rescore', 'update'] as const
 const SEED_PHASES = ITERATION_PHASES
 
-/** Every row of reference section 12. */
+/** Every row of docs/algorithm.md §12. */
 export const ALGORITHMS = {
   seed: {
     start: 'stage1-sft',

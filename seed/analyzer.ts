@@ -1,4 +1,4 @@
-// The analyzer (reference section 4): the prompt that asks a model to turn one finished trajectory into an
+// The analyzer (docs/algorithm.md §4): the prompt that asks a model to turn one finished trajectory into an
 // episode-level hindsight skill, and the lenient reading of its JSON answer. Used for Stage 1 annotation
 // (an external analyzer) and for Stage 2 (the policy analyzing its own trajectories).
 import { type JsonValue, readValue } from './lenient-json.ts'

@@ -1,7 +1,7 @@
-// The run configuration: one zod schema for a whole SEED run (DESIGN.md sections 8 and 9), its types, and
-// parseRunConfig / runConfig. Pure: no environment or model code is imported, so workflows can validate a config
-// at start. The environment names and step caps are mirrored here and kept equal to `envs/` by a test. The
-// presets (the paper's, the CPU ones, the smoke run) are in seed/presets/.
+// The run configuration: one zod schema for a whole SEED run (docs/design.md §9), its types, and parseRunConfig /
+// runConfig. Pure: no environment or model code is imported, so workflows can validate a config at start. The
+// environment names and step caps are mirrored here and kept equal to `envs/` by a test. The presets (the
+// paper's, the CPU ones, the smoke run) are in seed/presets/.
 import { z } from 'zod'
 import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
 import { issueProblems } from './config-problems.ts'
@@ -213,7 +213,7 @@ export const Stage2Schema = z.strictObject({
   advantageStatistics: z.enum(['steps', 'trajectories']),
   /**
    * Scale each step sample's advantage by (mean trajectory length / its trajectory's length), so every episode
-   * weighs the same (cpu-scale notes pitfall 3). Off in the paper presets.
+   * weighs the same (docs/benchmarks.md §8, pitfall 3). Off in the paper presets.
    */
   perEpisodeWeight: z.boolean(),
   aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
@@ -259,7 +259,7 @@ const Fork = z.strictObject({
   at: z.union([z.enum(['base', 'stage1']), z.strictObject({ iteration: int(0) })]),
 })
 
-/** Which iteration checkpoints a run keeps (DESIGN.md section 4); the base and Stage 1 checkpoints are always kept. */
+/** Which iteration checkpoints a run keeps (docs/design.md §5.4); the base and Stage 1 checkpoints are always kept. */
 const Retention = z.strictObject({
   /** The last N iteration checkpoints are kept (the newest one is the next iteration's acting policy). */
   keepLast: positiveInt().default(3),

@@ -1,4 +1,4 @@
-// The SEED loss terms (reference section 6), built as engine subgraphs. Each function takes the builder and
+// The SEED loss terms (docs/algorithm.md §6), built as engine subgraphs. Each function takes the builder and
 // per-token Values of shape (B, T) in one float dtype, with `logProbs` = log π_θ of the sampled tokens as the
 // train graph computes them (carrying the gradient), and returns scalar Values. The constants and numeric
 // guards are the released code's: PPO-clip with dual clip and a clamped log-ratio, k3 KL with both clamps,
@@ -23,7 +23,7 @@ export const LOSS_CONSTANTS = {
   maskEpsilon: 1e-8,
 } as const
 
-/** Stage 2 coefficients of the combined loss (reference sections 6.4, 6.5, 7). */
+/** Stage 2 coefficients of the combined loss (docs/algorithm.md §6.4, §6.5, §7). */
 export const DEFAULT_COEFFICIENTS = { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0.01 } as const
 
 /**
@@ -61,7 +61,7 @@ export function aggregate(op: Builder, lossMat: Value, mask: Value, mode: Aggreg
   }
 }
 
-// ---- PPO clipped surrogate (6.2) ----
+// ---- PPO clipped surrogate (docs/algorithm.md §6.2) ----
 
 export interface PpoInputs extends TokenMask {
   logProbs: Value
@@ -128,7 +128,7 @@ export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {})
   })
 }
 
-// ---- KL to the reference and entropy (6.4) ----
+// ---- KL to the reference and entropy (docs/algorithm.md §6.4) ----
 
 export interface KlInputs extends TokenMask {
   logProbs: Value
@@ -162,7 +162,7 @@ export function entropyTerm(
   return op.scope('entropy', () => ({ loss: aggregate(op, x.entropy, x.mask, options.aggregation) }))
 }
 
-// ---- gated on-policy distillation (6.3) ----
+// ---- gated on-policy distillation (docs/algorithm.md §6.3) ----
 
 export interface OpdInputs extends TokenMask {
   /** log π_θ of the sampled tokens on the ordinary prompt (the student, live). */
@@ -229,7 +229,7 @@ export function sftLoss(op: Builder, x: TokenMask & { logProbs: Value }): { loss
   return op.scope('sft', () => ({ loss: maskedMean(op, op.Neg(x.logProbs), x.mask) }))
 }
 
-// ---- the combined actor loss (6.5) ----
+// ---- the combined actor loss (docs/algorithm.md §6.5) ----
 
 /** Which terms an algorithm row switches on (the PPO surrogate is always on in RL). */
 export interface LossTerms {

@@ -1,4 +1,4 @@
-// Prompt-length accounting and truncation (reference section 13). A prompt that does not fit loses its oldest
+// Prompt-length accounting and truncation (docs/algorithm.md §13). A prompt that does not fit loses its oldest
 // history entries first; the task line, an inserted block (skill) and the response are never cut. A block that
 // cannot fit even without history is dropped whole, with a reason the caller counts. Pure functions over
 // strings, given the tokenizer's count.

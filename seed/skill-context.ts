@@ -1,4 +1,4 @@
-// The skill-augmented context (reference section 5): the teacher prompt is the step's ordinary user message
+// The skill-augmented context (docs/algorithm.md §5): the teacher prompt is the step's ordinary user message
 // with one block inserted after the task line, else before "Now it's your turn", else at the end.
 // Environments own their prompts; these are pure functions over the rendered text.
 
@@ -70,7 +70,7 @@ export function insertBlock(prompt: string, block: string): string {
   return [prefix, body, suffix].filter((part) => part.length > 0).join('\n\n')
 }
 
-/** The teacher prompt: the ordinary step prompt with the episode skill inserted (reference section 5). */
+/** The teacher prompt: the ordinary step prompt with the episode skill inserted (docs/algorithm.md §5). */
 export function insertSkill(prompt: string, skill: string): string {
   return insertBlock(prompt, episodeSkillBlock(skill))
 }

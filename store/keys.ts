@@ -1,4 +1,4 @@
-// Every artifact key of DESIGN.md section 4, built here and nowhere else. Pure: workflows import it.
+// Every artifact key of docs/design.md §5.1, built here and nowhere else. Pure: workflows import it.
 import { assertValidKey } from './key-check.ts'
 
 /** Run ids are workflow ids and key segments: letters, digits, `.`, `_`, `-`; at most 128. */

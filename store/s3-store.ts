@@ -68,7 +68,7 @@ export class S3ArtifactStore implements ArtifactStore {
     const config: S3ClientConfig = {
       region: options.region,
       maxAttempts: options.maxAttempts ?? 3,
-      // Non-AWS servers mishandle the SDK's default aws-chunked checksum framing (infra notes).
+      // Non-AWS servers mishandle the SDK's default aws-chunked checksum framing (docs/design.md §5.2).
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       requestHandler: { connectionTimeout: options.connectionTimeoutMs ?? 3000, requestTimeout: 120_000 },

@@ -13,7 +13,7 @@ import { TEST_ENV } from './integration/servers.ts'
 type Tier = 'unit' | 'integration'
 const TIERS: Record<string, Tier[]> = { unit: ['unit'], integration: ['integration'], all: ['unit', 'integration'] }
 
-// We pin the AWS SDK (infra notes); its notice about Node 22 would repeat in every test process.
+// We pin the AWS SDK (docs/design.md §5.2); its notice about Node 22 would repeat in every test process.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 
 const tiers = TIERS[process.argv[2] ?? 'all']

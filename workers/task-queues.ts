@@ -1,4 +1,4 @@
-/** Task queues of DESIGN.md section 3. */
+/** Task queues of docs/design.md §10.1. */
 export const TASK_QUEUES = {
   control: 'seedflow',
   rollout: 'seedflow-rollout',

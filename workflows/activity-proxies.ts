@@ -1,4 +1,4 @@
-// Deterministic: runs in the workflow sandbox. One proxy per task queue (DESIGN.md section 3).
+// Deterministic: runs in the workflow sandbox. One proxy per task queue (docs/design.md §10.1).
 import { proxyActivities } from '@temporalio/workflow'
 import type { PipelineActivities } from '../activities/contracts.ts'
 import { NON_RETRYABLE_TYPES } from '../activities/failures.ts'

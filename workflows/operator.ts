@@ -1,4 +1,4 @@
-// Deterministic: runs in the workflow sandbox. The operator's handles on a run (DESIGN.md section 3): signals
+// Deterministic: runs in the workflow sandbox. The operator's handles on a run (docs/design.md §10.3): signals
 // `pause`, `resume` and `abort` (no answer: a pause of a paused run does nothing), updates `setHyperparameters`
 // and `retryIteration` (validated before they are accepted, so a bad override is rejected to the caller with
 // every field path and never enters the history), query `status`. The parent forwards pause, resume, abort and

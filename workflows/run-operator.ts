@@ -1,6 +1,6 @@
 // Deterministic: runs in the workflow sandbox. The operator's side of a seedRun: pause and resume between
 // phases, abort, hyperparameter changes, and waiting for an operator after a failed iteration instead of failing
-// the run (DESIGN.md section 3). The handlers of workflows/operator.ts, the run state they change, and the
+// the run (docs/design.md §10.3). The handlers of workflows/operator.ts, the run state they change, and the
 // forwarding of pause, resume, abort and changed configurations to the running iteration child.
 import { ActivityFailure, ChildWorkflowFailure } from '@temporalio/common'
 import {

@@ -1,4 +1,4 @@
-// Deterministic: runs in the workflow sandbox. The custom search attributes of DESIGN.md section 9.
+// Deterministic: runs in the workflow sandbox. The custom search attributes of docs/design.md §10.4.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common'
 
 export const SEED_ITERATION = defineSearchAttributeKey('SeedIteration', SearchAttributeType.INT)

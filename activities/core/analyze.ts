@@ -1,4 +1,4 @@
-// Analyze (reference sections 3 and 4): every finished trajectory becomes one hindsight skill. Stage 2 asks the
+// Analyze (docs/algorithm.md §3, §4): every finished trajectory becomes one hindsight skill. Stage 2 asks the
 // policy itself (greedy, analyzer prompt → JSON, parsed leniently; a failure is counted and that trajectory gets
 // no OPD signal); Stage 1 annotation asks the environment's oracle analyzer, whose JSON goes through the same
 // parser so both paths produce the same records.

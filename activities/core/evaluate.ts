@@ -1,4 +1,4 @@
-// Evaluation (reference section 8): held-out tasks (a split and a seed range), one sample each, sampled at the
+// Evaluation (docs/algorithm.md §8): held-out tasks (a split and a seed range), one sample each, sampled at the
 // evaluation temperature (0.4, not greedy), no skill in the prompt unless the row evaluates with one. The one
 // evaluation behind the `evaluate` activity and `seedflow eval`.
 

@@ -1,4 +1,4 @@
-// Step prompts as the phases render and fit them (reference section 13): the environment's prompt, optionally
+// Step prompts as the phases render and fit them (docs/algorithm.md §13): the environment's prompt, optionally
 // compacted, with the run's history window, then fitted into the token budget with or without a skill block.
 // The same functions serve acting (rollout, evaluate) and the teacher prompt (rescore).
 import type { Episode } from '../../envs/types.ts'

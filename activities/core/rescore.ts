@@ -1,4 +1,4 @@
-// Rescore (reference section 3): for every sampled response token, log π_old (the acting weights on the
+// Rescore (docs/algorithm.md §3): for every sampled response token, log π_old (the acting weights on the
 // ordinary prompt), log π_ref (the KL reference on the same prompt) and, where the row has a teacher and the
 // trajectory has a skill, log π_old on the skill-augmented prompt (same response tokens, appended unchanged).
 import type { PolicyModel, ScoreItem } from '../../policy/policy-model.ts'

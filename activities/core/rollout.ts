@@ -1,4 +1,4 @@
-// Rollout (reference section 3): B tasks × N samples, the group sharing its task, multi-turn, one batched
+// Rollout (docs/algorithm.md §3): B tasks × N samples, the group sharing its task, multi-turn, one batched
 // generate call per turn over every live episode. Every env step becomes one step sample with its prompt and
 // response tokens, the sampler's log-probs, the parsed action, validity and reward.
 import { getEnv } from '../../envs/index.ts'

@@ -1,4 +1,4 @@
-// Stage 1 (reference section 2): supervised fine-tuning on (analyzer prompt → skill JSON) pairs from the
+// Stage 1 (docs/algorithm.md §2): supervised fine-tuning on (analyzer prompt → skill JSON) pairs from the
 // annotated rollouts of the base policy, mixed with acting data so that acting is not forgotten. The acting
 // data is the base policy's own well-formed steps (step prompt → its sampled response): it keeps the acting
 // distribution rather than improving it, so Stage 1 teaches analysis, not a better policy. The result is π_0,

@@ -1,4 +1,4 @@
-// Stage 1 in process (reference section 2): the base policy rolls out Stage 1's train tasks, the environment's
+// Stage 1 in process (docs/algorithm.md §2): the base policy rolls out Stage 1's train tasks, the environment's
 // oracle annotates every trajectory (the skill library), and SFT on the annotations mixed with acting data turns
 // the policy into π_0. The pipeline's `annotate` and `stage1` activities and the benchmarks share these, with
 // the same seeds, so a benchmark's Stage 1 is the pipeline's.

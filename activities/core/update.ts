@@ -1,4 +1,4 @@
-// Update (reference sections 6.1–6.5): group advantages over step samples, then one pass of AdamW over
+// Update (docs/algorithm.md §6.1–§6.5): group advantages over step samples, then one pass of AdamW over
 // mini-batches (ppo_epochs = 1, no shuffle) of the actor loss L_pg − c_H·H + λ·L_opd + c_KL·L_kl built into the
 // policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories).
 import { AdamW, type AdamWState, type Feeds, type ModelHandle, type Value } from '../../engine/index.ts'

@@ -1,8 +1,8 @@
-// Warm-start (DESIGN.md section 6): the built-in model has no instruction following, so before Stage 1 it
+// Warm-start (docs/design.md §7): the built-in model has no instruction following, so before Stage 1 it
 // learns to act by behaviour cloning on expert demonstrations with injected mistakes (random executed actions
 // labelled with the expert's, plus label noise), and to read a skill from demonstrations whose prompt carries
 // the oracle skill of the expert's own solution. Training stops early once validation success reaches the
-// target, so that RL starts from a clearly imperfect policy (cpu-scale notes).
+// target, so that RL starts from a clearly imperfect policy (docs/benchmarks.md §8).
 import type { Engine } from '../../engine/index.ts'
 import { getEnv } from '../../envs/index.ts'
 import { mixSeed, mulberry32 } from '../../envs/rng.ts'

@@ -1,4 +1,4 @@
-// EZPoints as gym-cards plays it (reference 10.6): make 12 from two cards, one formula element per step.
+// EZPoints as gym-cards plays it (docs/algorithm.md §10.6): make 12 from two cards, one formula element per step.
 import { defineEnv, type EnvSpec, renderHistory, type Transition, verlAgentSeed } from '../core.ts'
 import { hashString, mixSeed, mulberry32, randInt } from '../rng.ts'
 import type { OracleAnalysis, ParseResult, TaskRef, Trajectory } from '../types.ts'

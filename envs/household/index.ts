@@ -1,4 +1,4 @@
-// ALFWorld-like household tasks (reference 10.2): ALFWorld's command grammar, feedback texts and reward over
+// ALFWorld-like household tasks (docs/algorithm.md §10.2): ALFWorld's command grammar, feedback texts and reward over
 // generated rooms. State is PDDL-like: where the agent is, what it holds, which containers are open, where each
 // object is and whether it is hot, cool or clean, and which lamps are on.
 import {

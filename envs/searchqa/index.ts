@@ -1,4 +1,4 @@
-// Search-QA in the Search-R1 protocol (reference 10.4): <search> returns the top 3 passages inside <information>,
+// Search-QA, Search-R1 protocol (docs/algorithm.md §10.4): <search> returns the top 3 passages inside <information>,
 // <answer> ends the episode, normalized exact match, 4 turns.
 import { between, defineEnv, type EnvSpec } from '../core.ts'
 import { hashString, mixSeed, mulberry32, pick, randInt } from '../rng.ts'

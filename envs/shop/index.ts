@@ -1,4 +1,4 @@
-// WebShop-like shopping (reference 10.3): search and click pages over the generated catalogue, WebShop's
+// WebShop-like shopping (docs/algorithm.md §10.3): search and click pages over the generated catalogue, WebShop's
 // reward; training reward 10 when the task score is exactly 1 (verl-agent), and the score reported.
 import {
   defineEnv,

@@ -1,4 +1,4 @@
-// WebShop's reward (reference 10.3): attributes, options and price, scaled by a product-type check.
+// WebShop's reward (docs/algorithm.md §10.3): attributes, options and price, scaled by a product-type check.
 import { token_set_ratio } from 'fuzzball'
 import { modifierVocabulary, type Product } from './catalogue.ts'
 

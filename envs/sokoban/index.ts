@@ -1,4 +1,4 @@
-// Sokoban as gym-sokoban plays it (reference 10.5), with verl-agent's text symbols and prompt.
+// Sokoban as gym-sokoban plays it (docs/algorithm.md §10.5), with verl-agent's text symbols and prompt.
 import {
   between,
   defineEnv,
@@ -15,7 +15,7 @@ import type { OracleAnalysis, ParseResult, TaskRef, Trajectory } from '../types.
 import { DIM, generateRoom, neighbour, type Room, solve, TARGET, WALL } from './room.ts'
 
 export const SOKOBAN_MAX_STEPS = 15
-/** Shortest solutions outside this range are regenerated (cpu-scale notes: short ones are solved by chance). */
+/** Shortest solutions outside this range are regenerated (short ones are solved by chance: docs/benchmarks.md §8). */
 export const MIN_SOLUTION_STEPS = 4
 export const MAX_SOLUTION_STEPS = 12
 
@@ -27,7 +27,7 @@ export const SOLVED_REWARD = 10
 export const ACTIONS = ['up', 'down', 'left', 'right'] as const
 const NO_OP = 'still'
 
-/** Text symbols (reference 10.5). */
+/** Text symbols (docs/algorithm.md §10.5). */
 export const SYMBOLS = {
   wall: '#',
   floor: '_',

@@ -1,4 +1,4 @@
-// gym-sokoban's room generation (reference 10.5): topology random walk, then reverse play from the solved state.
+// gym-sokoban's room generation (docs/algorithm.md §10.5): random-walk topology, reverse play from the solved state.
 import type { Rng } from '../rng.ts'
 import { pick, randInt } from '../rng.ts'
 

@@ -1,4 +1,4 @@
-// One conformance suite for every environment (STYLE.md 6). Each `it` checks one behaviour of DESIGN.md section 7.
+// One conformance suite for every environment (docs/design.md §11.3, §8): each `it` checks one behaviour.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { trajectoryText } from '../../envs/core.ts'
@@ -6,7 +6,7 @@ import { mixSeed, mulberry32, type Rng } from '../../envs/rng.ts'
 import type { Env, Episode, Split, TaskRef, Trajectory } from '../../envs/types.ts'
 import { SPLITS } from '../../envs/types.ts'
 
-/** Task anchors that skill insertion looks for (reference section 5), and the turn anchor. */
+/** Task anchors that skill insertion looks for (docs/algorithm.md §5), and the turn anchor. */
 export const TASK_ANCHOR = /^.*(Your task is to:|Your current task is:|Your task is:|Your question:|Your goal is)/m
 export const TURN_ANCHOR = /Now it's your turn/
 

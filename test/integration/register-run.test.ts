@@ -140,7 +140,7 @@ describe('registerRun on the real dev server with the S3 store', () => {
     assert.equal(await store.head(keys.runRecord('slice-run-5')), undefined)
   })
 
-  it('has the custom search attributes of DESIGN.md section 9 registered', async () => {
+  it('has the custom search attributes of docs/design.md §10.4 registered', async () => {
     const response = await connection.operatorService.listSearchAttributes({ namespace: 'default' })
     const custom = response.customAttributes ?? {}
     for (const name of Object.keys(SEARCH_ATTRIBUTES))

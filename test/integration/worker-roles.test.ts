@@ -1,4 +1,4 @@
-// The split deployment of DESIGN.md section 3, as separate `seedflow worker <role>` processes: one control, two
+// The split deployment of docs/design.md §10.1, as separate `seedflow worker <role>` processes: one control, two
 // rollout and one train worker run a micro seedRun. The rollout workers share the fan-out (each computes shards,
 // per its counters file), every worker serves Prometheus metrics, and every metric the Grafana dashboard reads is
 // exported by them. One rollout worker throws once inside a rollout shard (SEEDFLOW_FAULT ...:throw), so the run

@@ -1,6 +1,6 @@
 // The train graph's gradients against directional finite differences (float64, every parameter tensor) for
 // each loss form SEED needs. Stop-gradient quantities are held fixed in the finite differences: they are fed
-// as inputs at their values at θ, which is what stop-gradient means (reference section 6.3).
+// as inputs at their values at θ, which is what stop-gradient means (docs/algorithm.md §6.3).
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { type Builder, createLocalEngine, type Feeds, type Value } from '../../engine/index.ts'

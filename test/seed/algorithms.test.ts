@@ -10,7 +10,7 @@ import {
 } from '../../seed/index.ts'
 
 describe('algorithm table', () => {
-  it('has exactly the rows of reference section 12', () => {
+  it('has exactly the rows of docs/algorithm.md §12', () => {
     assert.deepEqual([...ALGORITHM_NAMES].sort(), [
       'grpo',
       'grpo-opsd',

@@ -282,7 +282,7 @@ describe('KL to the reference (k3) and entropy', () => {
 })
 
 describe('gated on-policy distillation', () => {
-  // reference section 6.3 test vector (β = 1)
+  // docs/algorithm.md §6.3 test vector (β = 1)
   const vector = batch(2, 2, { s: [-2, -1, -0.5, -0.25], teacher: [-1, -2, 0, 0], sampleMask: [1, 0] })
 
   it('reproduces the reference test vector: loss, active ratio, gap mean, gradient', async () => {

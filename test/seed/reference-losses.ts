@@ -1,5 +1,5 @@
 // Plain typed-array versions of the SEED loss terms: the test reference for the engine subgraphs in
-// seed/losses.ts, written independently from the formulas of reference section 6 (scalar loops, float64).
+// seed/losses.ts, written independently from the formulas of docs/algorithm.md §6 (scalar loops, float64).
 
 export interface Batch {
   B: number

@@ -4,7 +4,7 @@ import { InvalidKeyError } from '../../store/errors.ts'
 import { InvalidRunIdError, keys } from '../../store/keys.ts'
 
 describe('artifact keys', () => {
-  it('lays out a run as DESIGN.md section 4 does', () => {
+  it('lays out a run as docs/design.md §5.1 does', () => {
     assert.equal(keys.runRecord('r1'), 'runs/r1/run.json')
     assert.equal(keys.baseCheckpoint('r1', 'model.safetensors'), 'runs/r1/base/checkpoint/model.safetensors')
     assert.equal(keys.rollouts('r1', 3, 2), 'runs/r1/iterations/0003/rollouts/0002.jsonl.gz')

@@ -1,4 +1,4 @@
-// One conformance suite for every ArtifactStore backend (STYLE.md: second implementations get the same tests).
+// One conformance suite for every ArtifactStore backend (docs/design.md §11.3: a second backend gets the same tests).
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'

@@ -1,5 +1,5 @@
-// The CPU presets: the built-in tiny model (trained from scratch) sized for 2 CPU cores (reference section 13,
-// cpu-scale notes), for the environments with a tuned one. Each is the config a user would write, less the
+// The CPU presets: the built-in tiny model (trained from scratch) sized for 2 CPU cores (docs/algorithm.md §13,
+// docs/benchmarks.md §8), for the environments with a tuned one. Each is the config a user would write, less the
 // algorithm; household starts from Sokoban's and sets what differs.
 import type { AlgorithmName } from '../algorithms.ts'
 import { type RunConfig, type RunConfigInput, type RunEnvName, runConfig } from '../config.ts'
@@ -8,7 +8,7 @@ import { type RunConfig, type RunConfigInput, type RunEnvName, runConfig } from 
 export type PresetInput = Omit<RunConfigInput, 'algorithm'>
 
 /**
- * The built-in tiny model on Sokoban, sized for 2 CPU cores (cpu-scale notes): a ~0.7M-parameter decoder, the
+ * The built-in tiny model on Sokoban, sized for 2 CPU cores (docs/benchmarks.md §8): a ~0.7M-parameter decoder, the
  * compact prompt with one token per grid cell (~180 tokens), skill-augmented prompts (~310) and analyzer prompts
  * (oldest steps dropped past 400 tokens) inside 640 positions; behaviour cloning stopped early so that RL starts
  * from an imperfect policy; lr and per-episode weighting from the prototype, not the paper.

@@ -1,4 +1,4 @@
-// The paper's presets for a real model (reference section 7; Stage 1 from section 2): one imported model folder,
+// The paper's presets for a real model (docs/algorithm.md §7; Stage 1 from docs/algorithm.md §2): one imported model folder,
 // no warm-start, the settings all environments share, and a table of what each environment sets itself.
 import type { AlgorithmName } from '../algorithms.ts'
 import { type RunConfig, type RunConfigInput, type RunEnvName, runConfig } from '../config.ts'
@@ -21,7 +21,7 @@ const STAGE1 = {
   actingMix: 0,
 } satisfies Omit<Input['stage1'], 'maxEnvSteps'>
 
-/** Stage 2 settings every environment shares (reference section 7). */
+/** Stage 2 settings every environment shares (docs/algorithm.md §7). */
 const STAGE2 = {
   temperature: 1,
   lr: 1e-6,
@@ -67,7 +67,7 @@ interface PaperEnv {
   evaluation: Pick<Input['evaluation'], 'tasks'>
 }
 
-/** Reference section 7 per environment: max steps, history, prompt length, B / N, mini-batch, adv mode, KL. */
+/** docs/algorithm.md §7 per environment: max steps, history, prompt length, B / N, mini-batch, adv mode, KL. */
 const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
   household: {
     maxEnvSteps: 30,
@@ -147,7 +147,7 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
 }
 
 /**
- * The paper's Stage 2 settings for a real model (reference section 7; Stage 1 from section 2) on `env`, with an
+ * The paper's Stage 2 settings for a real model (docs/algorithm.md §7; Stage 1 from docs/algorithm.md §2) on `env`, with an
  * imported model folder. Real models skip the warm-start.
  */
 export function paperPreset(env: RunEnvName, folder: string, algorithm: AlgorithmName = 'seed'): RunConfig {

@@ -79,7 +79,7 @@ describe('presets', () => {
     assert.equal(paperPreset('household', '/m').stage2.analyzer.maxPromptTokens, 16384)
   })
 
-  it('paper: reference section 7 per environment, an imported model and no warm-start', () => {
+  it('paper: docs/algorithm.md §7 per environment, an imported model and no warm-start', () => {
     const rows = Object.fromEntries(RUN_ENV_NAMES.map((env) => [env, keyValues(paperPreset(env, '/models/m'))]))
     const shared = {
       model: 'imported',

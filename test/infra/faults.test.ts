@@ -31,7 +31,7 @@ describe('SEEDFLOW_FAULT', () => {
         [
           'SEEDFLOW_FAULT is invalid:',
           "  rollout:mid-wok: unknown point 'mid-wok' (mid-work, after-manifest)",
-          "  shop:mid-work: unknown site 'shop' (store or a phase: snapshot, rollout, analyze, rescore, update, evaluate, metrics, sft, warmstart, import, annotate)",
+          "  shop:mid-work: unknown site 'shop' (store or a phase: snapshot, rollout, analyze, rescore, update, evaluate, metrics, sft, warmstart, import, annotate, fork)",
           "  store:mid-work: unknown point 'mid-work' (before-put, after-put, mid-multipart)",
           "  rollout:mid-work:x: the shard must be a non-negative integer, got 'x'",
         ].join('\n'),

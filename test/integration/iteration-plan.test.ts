@@ -34,13 +34,13 @@ describe('one iteration through Temporal follows the pure plan', () => {
 
   it('a base run, then a seed run forked from it: tasks, episodes and teacher contexts as planned', async () => {
     const c = microConfig('grpo')
-    const evaluation = { ...c.evaluation, tasks: 2, every: 1, splits: [{ split: 'test-seen' as const, tasks: 2 }] }
+    const evaluation = { ...c.evaluation, tasks: 2, every: 1, splits: [{ split: 'validation' as const, tasks: 2 }] }
     const base = await harness.run(BASE, { ...c, stage2: { ...c.stage2, iterations: 0 }, evaluation })
     assert.deepEqual(
       base.evaluations.map((e) => [e.label, e.split ?? c.evaluation.split]),
       [
         ['base', c.evaluation.split],
-        ['base', 'test-seen'],
+        ['base', 'validation'],
       ],
     )
 
@@ -51,9 +51,9 @@ describe('one iteration through Temporal follows the pure plan', () => {
       result.evaluations.map((e) => [e.label, e.split ?? null]),
       [
         ['stage 1', null],
-        ['stage 1', 'test-seen'],
+        ['stage 1', 'validation'],
         ['iteration 0', null],
-        ['iteration 0', 'test-seen'],
+        ['iteration 0', 'validation'],
       ],
     )
     const forkManifest = (await getJson(store, keys.stagePhaseManifest(RUN, 'fork', 0))) as PhaseManifest

@@ -31,6 +31,7 @@ import {
   setHyperparametersUpdate,
   setRunSignal,
 } from './operator.ts'
+import { OperatorGate } from './operator-gate.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
 import type { RunStatus } from './seed-run.ts'
@@ -48,7 +49,8 @@ export class RunOperator {
   /** The RunRef the next phases run under: the planned run, or its changed configuration. */
   run: RunRef | null
   overrides: HyperparameterOverrides
-  aborted: { reason: string } | null = null
+  /** The one pause/abort gate (workflows/operator-gate.ts); the status query reads its state. */
+  readonly gate: OperatorGate
   #retry = false
   #applying = false
   #child: ChildWorkflowHandle<typeof seedIteration> | null = null
@@ -65,31 +67,42 @@ export class RunOperator {
     this.run = run
     this.overrides = carried?.overrides ?? {}
     status.hyperparameters = carried?.hyperparameters ?? []
-    status.paused = carried?.paused ?? false
     status.configSha256 = run?.configSha256 ?? null
+    this.gate = new OperatorGate(carried?.paused ?? false, {
+      paused: () => this.#forward(pauseSignal),
+      resumed: () => this.#forward(resumeSignal),
+      aborted: async ({ reason, now }) => {
+        if (now) this.#phase?.cancel()
+        await this.#forward(abortSignal, { reason })
+      },
+      abortAt: (reason) => new RunAborted(reason),
+    })
+  }
+
+  /** Why the run is being aborted, once the operator asked (or an iteration was aborted). */
+  get aborted(): { reason: string } | null {
+    return this.gate.aborted
+  }
+
+  /** What the `status` query answers: the run's status with the gate's pause and abort state. */
+  view(): RunStatus {
+    const { gate } = this
+    return {
+      ...this.status,
+      paused: gate.paused,
+      held: gate.held,
+      next: gate.next,
+      aborted: gate.aborted?.reason ?? null,
+    }
   }
 
   carry(): OperatorCarry {
-    return { overrides: this.overrides, hyperparameters: this.status.hyperparameters, paused: this.status.paused }
+    return { overrides: this.overrides, hyperparameters: this.status.hyperparameters, paused: this.gate.paused }
   }
 
   install(): void {
     const { status } = this
-    setHandler(pauseSignal, async () => {
-      status.paused = true
-      await this.#forward(pauseSignal)
-    })
-    setHandler(resumeSignal, async () => {
-      status.paused = false
-      await this.#forward(resumeSignal)
-    })
-    setHandler(abortSignal, async (request) => {
-      this.aborted ??= { reason: request?.reason ?? 'aborted by the operator' }
-      // an abort ends a pause: the run no longer waits for a resume, it ends
-      Object.assign(status, { paused: false, aborted: this.aborted.reason })
-      if (request?.now) this.#phase?.cancel()
-      await this.#forward(abortSignal, { reason: this.aborted.reason })
-    })
+    this.gate.install()
     setHandler(setHyperparametersUpdate, (overrides) => this.#apply(overrides, 'setHyperparameters'), {
       validator: (overrides) => this.#check(overrides),
     })
@@ -168,20 +181,14 @@ export class RunOperator {
   }
 
   /** A phase boundary of the parent before `next` (shown while held): waits while paused; ends the run when aborted. */
-  async boundary(next: string): Promise<void> {
-    const { status } = this
-    if (status.paused && !this.aborted) {
-      Object.assign(status, { held: true, next })
-      await condition(() => !status.paused || this.aborted !== null)
-      Object.assign(status, { held: false, next: null })
-    }
-    if (this.aborted) throw new RunAborted(this.aborted.reason)
+  boundary(next: string): Promise<void> {
+    return this.gate.boundary(next)
   }
 
   /** Runs iteration `input.iteration` as the child `<run>/iter-<k>`, forwarding the operator's signals to it. */
   async iteration(input: Omit<IterationInput, 'run' | 'paused'>): Promise<IterationResult> {
     const run = this.run as RunRef
-    const paused = this.status.paused
+    const paused = this.gate.paused
     const child = await startChild(seedIteration, {
       workflowId: `${run.runId}/iter-${input.iteration}`,
       args: [{ ...input, run, ...(paused ? { paused } : {}) }],
@@ -195,7 +202,7 @@ export class RunOperator {
     this.#child = child
     try {
       // what changed while the child was being started
-      if (this.status.paused !== paused) await this.#forward(this.status.paused ? pauseSignal : resumeSignal)
+      if (this.gate.paused !== paused) await this.#forward(this.gate.paused ? pauseSignal : resumeSignal)
       if (this.run && this.run.configSha256 !== run.configSha256) await this.#forward(setRunSignal, this.run)
       if (this.aborted) await this.#forward(abortSignal, { reason: this.aborted.reason })
       return await child.result()
@@ -225,8 +232,8 @@ export class RunOperator {
         if (!(error instanceof ChildWorkflowFailure || error instanceof ActivityFailure)) throw error
         const failure = describeFailure(error, iteration, new Date().toISOString())
         if (this.aborted || failure.type === ABORTED_TYPE) {
-          this.aborted ??= { reason: failure.message }
-          throw new RunAborted(this.aborted.reason)
+          this.gate.aborted ??= { reason: failure.message }
+          throw new RunAborted(this.gate.aborted.reason)
         }
         const phase = status.phase
         Object.assign(status, { phase: 'awaiting-operator', awaitingOperator: failure })

@@ -1,17 +1,10 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
-import { ApplicationFailure, condition, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow'
+import { ApplicationFailure, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow'
 import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
 import { control, modelQueues } from './activity-proxies.ts'
-import {
-  ABORTED_TYPE,
-  abortSignal,
-  type IterationStatus,
-  iterationStatusQuery,
-  pauseSignal,
-  resumeSignal,
-  setRunSignal,
-} from './operator.ts'
+import { ABORTED_TYPE, type IterationStatus, iterationStatusQuery, setRunSignal } from './operator.ts'
+import { OperatorGate } from './operator-gate.ts'
 import { SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 
 export interface IterationInput {
@@ -80,28 +73,24 @@ function summaryLine(iteration: number, stats: Record<string, number>): string {
  * start), a changed configuration (the next phases run under its RunRef), and the status query.
  */
 function operatorHold(it: IterationInput) {
-  const status: IterationStatus = {
-    iteration: it.iteration,
-    phase: 'snapshot',
-    paused: it.paused ?? false,
-    held: false,
-    configSha256: it.run.configSha256,
-  }
   let run = it.run
-  let aborted = false
-  setHandler(iterationStatusQuery, () => status)
-  setHandler(pauseSignal, () => {
-    status.paused = true
-  })
-  setHandler(resumeSignal, () => {
-    status.paused = false
-  })
-  setHandler(abortSignal, () => {
-    aborted = true
-  })
+  let phaseName = 'snapshot'
+  const gate = new OperatorGate(it.paused ?? false, {
+    abortAt: (_reason, next) =>
+      ApplicationFailure.nonRetryable(`iteration ${it.iteration} aborted by the operator before ${next}`, ABORTED_TYPE),
+  }).install()
+  setHandler(
+    iterationStatusQuery,
+    (): IterationStatus => ({
+      iteration: it.iteration,
+      phase: gate.next ?? phaseName,
+      paused: gate.paused,
+      held: gate.held,
+      configSha256: run.configSha256,
+    }),
+  )
   setHandler(setRunSignal, (next) => {
     run = next
-    status.configSha256 = next.configSha256
   })
   return {
     /**
@@ -109,18 +98,8 @@ function operatorHold(it: IterationInput) {
      * the RunRef the phase runs under.
      */
     async next(name: string): Promise<RunRef> {
-      if (status.paused && !aborted) {
-        status.held = true
-        status.phase = name
-        await condition(() => !status.paused || aborted)
-        status.held = false
-      }
-      if (aborted)
-        throw ApplicationFailure.nonRetryable(
-          `iteration ${it.iteration} aborted by the operator before ${name}`,
-          ABORTED_TYPE,
-        )
-      status.phase = name
+      await gate.boundary(name)
+      phaseName = name
       phase(name, it.iteration)
       return run
     },

@@ -126,7 +126,6 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     configSha256: null,
     aborted: null,
   }
-  setHandler(statusQuery, () => status)
   const operator = new RunOperator(
     input.config,
     status,
@@ -138,6 +137,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     },
   )
   operator.install()
+  setHandler(statusQuery, () => operator.view())
   let state: RunState | undefined = carried
   try {
     state = carried ?? (await start(input, status, operator))
@@ -174,7 +174,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
   } catch (error) {
     if (!(error instanceof RunAborted)) throw error
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'aborted' }])
-    Object.assign(status, { phase: 'aborted', aborted: error.message })
+    status.phase = 'aborted'
     await condition(allHandlersFinished)
     return {
       runId: input.runId,

@@ -67,6 +67,44 @@ export interface IterationStatus {
 
 export const iterationStatusQuery = defineQuery<IterationStatus>('status')
 
+export interface Evaluation {
+  label: string
+  iteration: number
+  success: number
+  /** Standard error of `success` over the evaluated tasks. */
+  standardError: number
+  tasks: number
+  manifestKey: string
+}
+
+/** What the `status` query answers: where the run is, its evaluations so far, and what the operator did. */
+export interface RunStatus {
+  runId: string
+  /** prepare, annotate, stage1, iteration, evaluate, awaiting-operator, done or aborted. */
+  phase: string
+  /** The iteration running (or next), and how many the run has. */
+  iteration: number
+  iterations: number
+  algorithm: string | null
+  evaluations: Evaluation[]
+  /** Paused by the operator: no new phase starts until `resume`. */
+  paused: boolean
+  /** True while the run itself waits at a phase boundary because it is paused (the iteration child has its own). */
+  held: boolean
+  /** While held: the phase that starts on resume (absent in runs from before it was recorded). */
+  next?: string | null
+  /** Why the run waits for an operator (`retryIteration` or `abort`); null when it does not. */
+  awaitingOperator: OperatorWait | null
+  /** Accepted hyperparameter changes, oldest first. */
+  hyperparameters: HyperparameterChange[]
+  /** The configuration hash the next phases run under (null before the run is planned). */
+  configSha256: string | null
+  /** Why the run was aborted, once the operator asked (it ends after the running phase, or cancels it). */
+  aborted: string | null
+}
+
+export const statusQuery = defineQuery<RunStatus>('status')
+
 /** Thrown inside a workflow to end it as aborted (never leaves the workflow). */
 export class RunAborted extends Error {
   override name = 'RunAborted'

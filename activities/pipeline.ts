@@ -44,7 +44,7 @@ import {
 import { recordHyperparameters, runConfigOf } from './hyperparameters.ts'
 import { recordIteration } from './iteration-record.ts'
 import { decodeJsonlGz, encodeJsonlGz } from './jsonl.ts'
-import { type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
+import { type PhaseCounters, type PhaseHooks, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
 import type {
   CheckpointRef,
   PhaseSummary,
@@ -62,6 +62,8 @@ export interface PipelineDeps {
   store: ArtifactStore
   engine: Engine
   counters?: PhaseCounters
+  /** Around every computed phase shard (the worker's fault injection). */
+  phaseHooks?: PhaseHooks
   /** Episodes (tasks × samples) per rollout shard when planning a run; default 64. */
   episodesPerShard?: number
   /** Continue-as-new after this many iterations; default 5. */
@@ -282,7 +284,11 @@ function oracleAnnotator(config: RunConfig): void {
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
   const { store, engine } = deps
-  const phaseDeps = { store, ...(deps.counters ? { counters: deps.counters } : {}) }
+  const phaseDeps = {
+    store,
+    ...(deps.counters ? { counters: deps.counters } : {}),
+    ...(deps.phaseHooks ? { hooks: deps.phaseHooks } : {}),
+  }
   const { recordRun } = createRecordRunActivities({ store })
   const configs = new Map<string, { config: RunConfig; overrides: HyperparameterOverrides | null }>()
 

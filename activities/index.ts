@@ -1,6 +1,6 @@
 import type { Engine } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
-import type { PhaseCounters } from './phase.ts'
+import type { PhaseCounters, PhaseHooks } from './phase.ts'
 import { createPipelineActivities } from './pipeline.ts'
 import { createRecordRunActivities } from './record-run.ts'
 
@@ -12,6 +12,7 @@ export function createActivities(deps: {
   store: ArtifactStore
   engine: Engine
   counters?: PhaseCounters
+  phaseHooks?: PhaseHooks
   episodesPerShard?: number
   heartbeatTimeoutSeconds?: number
 }) {

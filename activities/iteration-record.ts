@@ -11,7 +11,7 @@ import { type Manifest, type ManifestEntry, manifestEntry } from '../store/manif
 import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
 import type { ArtifactRef, RecordIterationInput, RecordIterationSummary, RunRef, Snapshot } from './contracts.ts'
 import { type IterationMetricName, iterationMetrics, METRIC_PHASES, type MetricPhase } from './iteration-metrics.ts'
-import { type PhaseCounters, type PhaseManifest, runPhase } from './phase.ts'
+import { type PhaseDeps, type PhaseManifest, runPhase } from './phase.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 /** What metrics.json holds. */
@@ -89,10 +89,7 @@ async function iterationArtifacts(
   return artifacts
 }
 
-export async function recordIteration(
-  deps: { store: ArtifactStore; counters?: PhaseCounters },
-  input: RecordIterationInput,
-): Promise<RecordIterationSummary> {
+export async function recordIteration(deps: PhaseDeps, input: RecordIterationInput): Promise<RecordIterationSummary> {
   const { store } = deps
   const { run, iteration } = input
   const pruned = await readPruned(store, run.runId)

@@ -12,7 +12,15 @@ import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import type { PhaseProgress, PhaseSummary, RunRef } from './contracts.ts'
 import { classifyFailure, fatal } from './failures.ts'
 import { runConfigOf } from './hyperparameters.ts'
-import { type PhaseContext, type PhaseCounters, type PhaseResult, type PhaseScope, runPhase } from './phase.ts'
+import {
+  type PhaseContext,
+  type PhaseCounters,
+  type PhaseDeps,
+  type PhaseHooks,
+  type PhaseResult,
+  type PhaseScope,
+  runPhase,
+} from './phase.ts'
 import { artifactRef, type PhaseReaders, phaseReaders, withPolicyScope } from './phase-io.ts'
 
 /** The last progress details each running activity reported; every later heartbeat repeats them. */
@@ -115,6 +123,7 @@ export interface PhaseShellDeps {
   store: ArtifactStore
   engine: Engine
   counters?: PhaseCounters
+  phaseHooks?: PhaseHooks
 }
 
 /** The shell over one store and engine: `activity(def)` is the Temporal activity of a declared phase. */
@@ -122,10 +131,16 @@ export function phaseShell(deps: PhaseShellDeps) {
   const { store, engine } = deps
   const read = phaseReaders(store, engine)
   const effective = configResolver(store)
-  const phaseDeps = { store, ...(deps.counters ? { counters: deps.counters } : {}) }
+  const phaseDeps: PhaseDeps = {
+    store,
+    ...(deps.counters ? { counters: deps.counters } : {}),
+    ...(deps.phaseHooks ? { hooks: deps.phaseHooks } : {}),
+  }
   return {
     read,
     effective,
+    /** What runPhase needs besides the phase (the `metrics` phase of recordIteration uses it too). */
+    phaseDeps,
     activity<I extends { run: RunRef }, N, R = PhaseSummary>(def: PhaseDef<I, N, R>): (input: I) => Promise<R> {
       return (input) =>
         guarded(def.describe(input), async () => {

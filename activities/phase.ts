@@ -3,7 +3,6 @@
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
 // with create-if-absent, so two workers racing on one shard agree on one result.
-import { inPhaseBody, phaseFault } from '../infra/faults.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
@@ -127,10 +126,36 @@ async function reusable<S>(
   return true
 }
 
+/** A phase shard, as hooks see it. */
+export interface PhasePlace {
+  phase: Phase
+  shard: number
+  /** `rollout shard 1 of iteration 0 of run r`, for messages. */
+  description: string
+}
+
+/**
+ * Hooks around the computing of a phase shard; a worker's composition root fills them (fault injection:
+ * infra/faults.ts). Neither runs for a reused shard.
+ */
+export interface PhaseHooks {
+  /** Runs the phase body: calls `body` once and returns (or throws) what it does. */
+  around?<T>(place: PhasePlace, body: () => Promise<T>): Promise<T>
+  /** After the shard's manifest is written and counted, before runPhase returns. */
+  afterManifest?(place: PhasePlace): void
+}
+
+export interface PhaseDeps {
+  store: ArtifactStore
+  counters?: PhaseCounters
+  hooks?: PhaseHooks
+  now?: () => Date
+}
+
 const MAX_ATTEMPTS = 100
 
 export async function runPhase<S>(
-  deps: { store: ArtifactStore; counters?: PhaseCounters; now?: () => Date },
+  deps: PhaseDeps,
   scope: PhaseScope,
   spec: { configSha256: string; inputs: Record<string, string>; hyperparameters?: Record<string, unknown> },
   compute: (ctx: PhaseContext) => Promise<{ outputs: Record<string, ObjectInfo>; stats: S }>,
@@ -138,7 +163,7 @@ export async function runPhase<S>(
   const { store } = deps
   const started = performance.now()
   const seconds = () => (performance.now() - started) / 1000
-  const place = {
+  const place: PhasePlace = {
     phase: scope.phase,
     shard: scope.shard,
     description: `${scope.phase} shard ${scope.shard}${scope.iteration === undefined ? '' : ` of iteration ${scope.iteration}`} of run ${scope.runId}`,
@@ -155,7 +180,7 @@ export async function runPhase<S>(
     }
     const progress = progressKey(scope, attempt)
     deps.counters?.record({ event: 'computing', scope, attempt })
-    const { outputs, stats } = await inPhaseBody(place, () =>
+    const body = () =>
       compute({
         attempt,
         loadProgress: async <T>() =>
@@ -163,8 +188,8 @@ export async function runPhase<S>(
         saveProgress: async (value) => {
           await putJson(store, progress, value)
         },
-      }),
-    )
+      })
+    const { outputs, stats } = await (deps.hooks?.around ? deps.hooks.around(place, body) : body())
     const manifest: PhaseManifest<S> = {
       version: 1,
       scope,
@@ -188,7 +213,7 @@ export async function runPhase<S>(
       continue
     }
     deps.counters?.record({ event: 'computed', scope, attempt, seconds: seconds(), stats })
-    phaseFault('after-manifest', place)
+    deps.hooks?.afterManifest?.(place)
     return { manifestKey: key, attempt, reused: false, outputs, stats }
   }
   throw new Error(`${scope.phase} shard ${scope.shard} of run ${scope.runId}: ${MAX_ATTEMPTS} attempts, none reusable`)

@@ -11,7 +11,7 @@ import type { PipelineActivities, RunPlan, RunRef } from './contracts.ts'
 import { fatal } from './failures.ts'
 import { recordHyperparameters } from './hyperparameters.ts'
 import { recordIteration } from './iteration-record.ts'
-import type { PhaseCounters } from './phase.ts'
+import type { PhaseCounters, PhaseHooks } from './phase.ts'
 import { guarded, phaseShell } from './phase-activity.ts'
 import { analyzePhase } from './phases/analyze.ts'
 import { annotatePhase } from './phases/annotate.ts'
@@ -37,6 +37,8 @@ export interface PipelineDeps {
   iterationsPerRun?: number
   /** Heartbeat timeout the planned run gives its model-bound activities (RunPlan); default: the workflows' 5 minutes. */
   heartbeatTimeoutSeconds?: number
+  /** Hooks around every phase body (the worker's fault injection: infra/faults.ts phaseFaultHooks). */
+  phaseHooks?: PhaseHooks
 }
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {
@@ -105,7 +107,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
 
     async recordIteration(input) {
       return guarded(`recordIteration ${input.iteration}`, async () => {
-        const recorded = await recordIteration({ store, ...(deps.counters ? { counters: deps.counters } : {}) }, input)
+        const recorded = await recordIteration(shell.phaseDeps, input)
         // retention (recorded, then deleted) once the iteration's own manifest is written
         const { config } = await shell.effective(input.run)
         await applyRetention({ store }, input.run, input.iteration, config.retention)

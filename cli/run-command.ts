@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { Client, Connection, type ConnectionOptions, WorkflowExecutionAlreadyStartedError } from '@temporalio/client'
 import { DefaultLogger, Runtime, type RuntimeOptions } from '@temporalio/worker'
 import { bounded, boundedMessage } from '../infra/bounded-text.ts'
+import { phaseFaultHooks, watchMultipartUpload, withStoreFaults } from '../infra/faults.ts'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
 import { parseRunConfig, type RunConfig } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
@@ -76,7 +77,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
       (configPath ? ` (${configPath})` : ' (the CPU sokoban preset; `seedflow run <config.json>` for another)'),
   )
   const { target, uiUrl } = await resolveTemporal()
-  const store = storeFromEnv(localPaths().artifacts)
+  const store = storeFromEnv(localPaths().artifacts, process.env, { onMultipartUpload: watchMultipartUpload })
   say(`artifacts in ${store.location}`)
   quietRuntime()
   const connection = await Connection.connect(target.connectionOptions as ConnectionOptions)
@@ -92,7 +93,9 @@ export async function runCommand(configPath: string | undefined, options: { runI
       local = await createLocalWorker({
         connectionOptions: target.connectionOptions,
         namespace: target.namespace,
-        store,
+        // fault injection (SEEDFLOW_FAULT) around the worker's store and phases, as in `seedflow worker`
+        store: withStoreFaults(store),
+        phaseHooks: phaseFaultHooks,
       })
     } catch (error) {
       const reason = `seedflow run could not start its worker: ${boundedMessage(error)}`

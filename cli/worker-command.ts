@@ -1,6 +1,6 @@
 import { PhaseCounters } from '../activities/phase.ts'
 import { type ExecutionProvider, probeExecutionProvider } from '../engine/index.ts'
-import { armedFaults } from '../infra/faults.ts'
+import { armedFaults, phaseFaultHooks, watchMultipartUpload, withStoreFaults } from '../infra/faults.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { countersFileListener } from '../workers/counters-file.ts'
@@ -45,7 +45,10 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   const provider = options.executionProvider ?? 'cpu'
   if (provider !== 'cpu') await probeExecutionProvider(provider)
   const { target } = await resolveTemporal()
-  const store = storeFromEnv(localPaths().artifacts)
+  // fault injection (SEEDFLOW_FAULT) around the store and the phases; unarmed, each point returns at once
+  const store = withStoreFaults(
+    storeFromEnv(localPaths().artifacts, process.env, { onMultipartUpload: watchMultipartUpload }),
+  )
   const host = options.metricsHost ?? '127.0.0.1'
   const port = options.metricsPort
   quietRuntime(port === undefined ? undefined : sdkMetricsTelemetry(host, port + 1))
@@ -63,6 +66,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
     connectionOptions: target.connectionOptions,
     namespace: target.namespace,
     store,
+    phaseHooks: phaseFaultHooks,
     queues,
     ...(counters ? { counters } : {}),
     ...(provider === 'cpu' ? {} : { executionProviders: [provider, 'cpu'] as const }),

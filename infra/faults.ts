@@ -10,8 +10,17 @@
 //   store: <point> before-put, after-put (every write: put, putStream, putIfAbsent) or mid-multipart (a streamed
 //          multipart upload, once a part has gone out and more remain); <filter> a substring of the key.
 //   kill (the default) SIGKILLs the process; throw throws a FaultInjected error there.
+//
+// Nothing in store/ or activities/ calls these: a worker's composition root (cli/worker-command.ts, and
+// cli/run-command.ts for the worker of `seedflow run`) wraps its store in withStoreFaults, gives the S3 store
+// watchMultipartUpload as its onMultipartUpload, and passes phaseFaultHooks as the phase wrapper's hooks.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import type { Readable } from 'node:stream'
+import type { PhaseHooks } from '../activities/phase.ts'
+import type { ArtifactStore, CreateResult, ListOptions, ListPage, ObjectInfo } from '../store/artifact-store.ts'
+import { assertValidKey } from '../store/key-check.ts'
 import { PHASES } from '../store/keys.ts'
+import type { MultipartWatcher } from '../store/s3-store.ts'
 
 export const FAULT_VARIABLE = 'SEEDFLOW_FAULT'
 
@@ -133,4 +142,82 @@ export function multipartFault(key: string, progress: { loaded?: number; total?:
   } catch {
     void abort()
   }
+}
+
+/** `store:mid-multipart` through the S3 store's onMultipartUpload; watches no upload when nothing is armed. */
+export const watchMultipartUpload: MultipartWatcher = (key, abort) =>
+  faultsArmed() ? (progress) => multipartFault(key, progress, abort) : undefined
+
+/** The phase fault points as the phase wrapper's hooks (activities/phase.ts): mid-work and after-manifest. */
+export const phaseFaultHooks: PhaseHooks = {
+  around: inPhaseBody,
+  afterManifest: (place) => phaseFault('after-manifest', place),
+}
+
+/**
+ * `store` with the store fault points around its writes: before-put once the key is checked, after-put once the
+ * write returned (for putIfAbsent, only when it created the object), which also fires a running phase body's
+ * mid-work. Reads, lists and deletes pass straight through.
+ */
+export function withStoreFaults(store: ArtifactStore): ArtifactStore {
+  return new FaultyStore(store)
+}
+
+class FaultyStore implements ArtifactStore {
+  readonly #store: ArtifactStore
+
+  constructor(store: ArtifactStore) {
+    this.#store = store
+  }
+
+  get location(): string {
+    return this.#store.location
+  }
+
+  async put(key: string, data: Uint8Array): Promise<ObjectInfo> {
+    beforePut(key)
+    const info = await this.#store.put(key, data)
+    storeFault('after-put', key)
+    return info
+  }
+
+  async putStream(key: string, data: Readable): Promise<ObjectInfo> {
+    beforePut(key)
+    const info = await this.#store.putStream(key, data)
+    storeFault('after-put', key)
+    return info
+  }
+
+  async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
+    beforePut(key)
+    const result = await this.#store.putIfAbsent(key, data)
+    if (result.created) storeFault('after-put', key)
+    return result
+  }
+
+  get(key: string): Promise<Buffer> {
+    return this.#store.get(key)
+  }
+
+  getStream(key: string): Promise<Readable> {
+    return this.#store.getStream(key)
+  }
+
+  head(key: string): Promise<ObjectInfo | undefined> {
+    return this.#store.head(key)
+  }
+
+  list(prefix: string, options?: ListOptions): Promise<ListPage> {
+    return this.#store.list(prefix, options)
+  }
+
+  delete(key: string): Promise<void> {
+    return this.#store.delete(key)
+  }
+}
+
+/** A key the store would refuse is refused before the fault point, as the stores did (nothing fires for it). */
+function beforePut(key: string): void {
+  assertValidKey(key)
+  storeFault('before-put', key)
 }

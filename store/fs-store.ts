@@ -5,7 +5,6 @@ import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFi
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { storeFault } from '../infra/faults.ts'
 import {
   type ArtifactStore,
   type CreateResult,
@@ -55,14 +54,12 @@ export class FsArtifactStore implements ArtifactStore {
 
   async put(key: string, data: Uint8Array): Promise<ObjectInfo> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const tmp = await this.#writeTemp(async (path) => writeFile(path, data, { flag: 'wx' }))
     return this.#publish(key, tmp, { sha256: sha256Hex(data), bytes: data.byteLength })
   }
 
   async putStream(key: string, data: Readable): Promise<ObjectInfo> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const hashing = new HashingStream()
     const tmp = await this.#writeTemp((path) => pipeline(data, hashing, createWriteStream(path, { flags: 'wx' })))
     return this.#publish(key, tmp, { sha256: hashing.digest(), bytes: hashing.bytes })
@@ -70,7 +67,6 @@ export class FsArtifactStore implements ArtifactStore {
 
   async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const tmp = await this.#writeTemp(async (path) => writeFile(path, data, { flag: 'wx' }))
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     await this.#writeMeta(key, tmp.ino, { sha256: info.sha256, bytes: info.bytes })
@@ -87,7 +83,6 @@ export class FsArtifactStore implements ArtifactStore {
       return { created: false, info: existing }
     }
     await unlink(tmp.path)
-    storeFault('after-put', key)
     return { created: true, info }
   }
 
@@ -197,7 +192,6 @@ export class FsArtifactStore implements ArtifactStore {
       await rm(this.#metaPath(key, tmp.ino), { force: true })
       throw error
     }
-    storeFault('after-put', key)
     return { key, ...hashed }
   }
 

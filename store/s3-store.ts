@@ -13,7 +13,6 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
-import { faultsArmed, multipartFault, storeFault } from '../infra/faults.ts'
 import {
   type ArtifactStore,
   type CreateResult,
@@ -39,7 +38,19 @@ export interface S3StoreOptions {
   /** SDK attempts per request (default 3): the fail-fast bound when the endpoint is down. */
   maxAttempts?: number
   connectionTimeoutMs?: number
+  /**
+   * Called as each multipart upload starts (objects over 16 MiB and every putStream): a listener it returns sees
+   * the upload's progress, `loaded` bytes of `total` (undefined while the length is unknown); `abort` stops the
+   * upload. `key` is the object the upload writes, bucket prefix included (for putStream a temporary key).
+   * The worker's fault injection (infra/faults.ts) watches uploads through it.
+   */
+  onMultipartUpload?: MultipartWatcher
 }
+
+export type MultipartWatcher = (
+  key: string,
+  abort: () => unknown,
+) => ((progress: { loaded?: number; total?: number }) => void) | undefined
 
 const SHA_META = 'sha256'
 /** Objects up to this size go in one PUT; larger ones through lib-storage's multipart upload. */
@@ -58,6 +69,7 @@ export class S3ArtifactStore implements ArtifactStore {
   readonly #prefix: string
   readonly #endpointName: string
   readonly #accessKeyId: string | undefined
+  readonly #onMultipartUpload: MultipartWatcher | undefined
 
   constructor(options: S3StoreOptions) {
     if (options.prefix !== '') assertValidPrefix(options.prefix)
@@ -79,25 +91,23 @@ export class S3ArtifactStore implements ArtifactStore {
     }
     if (options.credentials) config.credentials = options.credentials
     this.#accessKeyId = options.credentials?.accessKeyId
+    this.#onMultipartUpload = options.onMultipartUpload
     this.#client = new S3Client(config)
   }
 
   async put(key: string, data: Uint8Array): Promise<ObjectInfo> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     if (data.byteLength <= SINGLE_PUT_LIMIT) {
       await this.#putObject(info, data, {})
     } else {
       await this.#multipart(this.#full(key), Readable.from([data]), { [SHA_META]: info.sha256 })
     }
-    storeFault('after-put', key)
     return info
   }
 
   async putStream(key: string, data: Readable): Promise<ObjectInfo> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const tmp = this.#full(`${RESERVED_PREFIX}tmp/${randomUUID()}`)
     const hashing = new HashingStream()
     try {
@@ -114,7 +124,6 @@ export class S3ArtifactStore implements ArtifactStore {
           }),
         ),
       )
-      storeFault('after-put', key)
       return info
     } finally {
       await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: tmp })).catch(() => {})
@@ -123,12 +132,10 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
     assertValidKey(key)
-    storeFault('before-put', key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
     for (let attempt = 0; ; attempt++) {
       try {
         await this.#putObject(info, data, { IfNoneMatch: '*' })
-        storeFault('after-put', key)
         return { created: true, info }
       } catch (error) {
         const status = httpStatus(error)
@@ -269,7 +276,8 @@ export class S3ArtifactStore implements ArtifactStore {
       queueSize: 4,
       leavePartsOnError: false,
     })
-    if (faultsArmed()) upload.on('httpUploadProgress', (p) => multipartFault(fullKey, p, () => upload.abort()))
+    const watch = this.#onMultipartUpload?.(fullKey, () => upload.abort())
+    if (watch) upload.on('httpUploadProgress', watch)
     await this.#call(`multipart upload ${this.#relative(fullKey) ?? fullKey}`, () => upload.done())
   }
 

@@ -7,7 +7,7 @@ import {
   Worker,
 } from '@temporalio/worker'
 import { createActivities } from '../activities/index.ts'
-import type { PhaseCounters } from '../activities/phase.ts'
+import type { PhaseCounters, PhaseHooks } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { boundedFailures } from './bounded-failures.ts'
@@ -36,6 +36,8 @@ export interface LocalWorkerOptions {
    */
   engine?: Engine
   counters?: PhaseCounters
+  /** Around every phase shard the activities compute (fault injection: infra/faults.ts's phaseFaultHooks). */
+  phaseHooks?: PhaseHooks
   /** Episodes per rollout shard when planning a run (default 64). */
   episodesPerShard?: number
   /** Heartbeat timeout of the model-bound activities of runs this worker plans (RunPlan); default 5 minutes. */
@@ -82,6 +84,7 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       store: options.store,
       engine,
       ...(options.counters ? { counters: options.counters } : {}),
+      ...(options.phaseHooks ? { phaseHooks: options.phaseHooks } : {}),
       ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
       ...(options.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: options.heartbeatTimeoutSeconds } : {}),
     })

@@ -5,7 +5,7 @@
 // accepted changes (`setRun`: the RunRef of the changed configuration) to the running iteration child.
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common'
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow'
-import type { HyperparameterChange, RunRef } from '../activities/contracts.ts'
+import type { EvaluationTarget, HyperparameterChange, RunRef } from '../activities/contracts.ts'
 
 export const pauseSignal = defineSignal('pause')
 export const resumeSignal = defineSignal('resume')
@@ -65,6 +65,49 @@ export interface IterationStatus {
 }
 
 export const iterationStatusQuery = defineQuery<IterationStatus>('status')
+
+export interface Evaluation {
+  label: string
+  /** The iteration the checkpoint ends; −1 for the base and Stage 1 (`target` says which). */
+  iteration: number
+  /** What was evaluated (absent in runs from before typed targets: read `label`). */
+  target?: EvaluationTarget
+  /** The split of an evaluation of `evaluation.splits`; absent: the periodic one (`evaluation.split`). */
+  split?: string
+  success: number
+  /** Standard error of `success` over the evaluated tasks. */
+  standardError: number
+  tasks: number
+  manifestKey: string
+}
+
+/** What the `status` query answers: where the run is, its evaluations so far, and what the operator did. */
+export interface RunStatus {
+  runId: string
+  /** prepare, annotate, stage1, iteration, evaluate, awaiting-operator, done or aborted. */
+  phase: string
+  /** The iteration running (or next), and how many the run has. */
+  iteration: number
+  iterations: number
+  algorithm: string | null
+  evaluations: Evaluation[]
+  /** Paused by the operator: no new phase starts until `resume`. */
+  paused: boolean
+  /** True while the run itself waits at a phase boundary because it is paused (the iteration child has its own). */
+  held: boolean
+  /** While held: the phase that starts on resume (absent in runs from before it was recorded). */
+  next?: string | null
+  /** Why the run waits for an operator (`retryIteration` or `abort`); null when it does not. */
+  awaitingOperator: OperatorWait | null
+  /** Accepted hyperparameter changes, oldest first. */
+  hyperparameters: HyperparameterChange[]
+  /** The configuration hash the next phases run under (null before the run is planned). */
+  configSha256: string | null
+  /** Why the run was aborted, once the operator asked (it ends after the running phase, or cancels it). */
+  aborted: string | null
+}
+
+export const statusQuery = defineQuery<RunStatus>('status')
 
 /** Thrown inside a workflow to end it as aborted (never leaves the workflow). */
 export class RunAborted extends Error {

@@ -25,6 +25,7 @@ import {
   pauseSignal,
   type RetryAccepted,
   RunAborted,
+  type RunStatus,
   rejection,
   resumeSignal,
   retryIterationUpdate,
@@ -34,7 +35,6 @@ import {
 import { OperatorGate } from './operator-gate.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
-import type { RunStatus } from './seed-run.ts'
 
 /** What continueAsNew carries of the operator's state. */
 export interface OperatorCarry {

@@ -7,7 +7,6 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineQuery,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -18,52 +17,13 @@ import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
-import { type OperatorWait, RunAborted } from './operator.ts'
+import { type Evaluation, RunAborted, type RunStatus, statusQuery } from './operator.ts'
 import { RunOperator } from './run-operator.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
 
-export interface Evaluation {
-  label: string
-  /** The iteration the checkpoint ends; −1 for the base and Stage 1 (`target` says which). */
-  iteration: number
-  /** What was evaluated (absent in runs from before typed targets: read `label`). */
-  target?: EvaluationTarget
-  /** The split of an evaluation of `evaluation.splits`; absent: the periodic one (`evaluation.split`). */
-  split?: string
-  success: number
-  /** Standard error of `success` over the evaluated tasks. */
-  standardError: number
-  tasks: number
-  manifestKey: string
-}
-
-/** What the `status` query answers: where the run is, its evaluations so far, and what the operator did. */
-export interface RunStatus {
-  runId: string
-  /** prepare, annotate, stage1, iteration, evaluate, awaiting-operator, done or aborted. */
-  phase: string
-  /** The iteration running (or next), and how many the run has. */
-  iteration: number
-  iterations: number
-  algorithm: string | null
-  evaluations: Evaluation[]
-  /** Paused by the operator: no new phase starts until `resume`. */
-  paused: boolean
-  /** True while the run itself waits at a phase boundary because it is paused (the iteration child has its own). */
-  held: boolean
-  /** While held: the phase that starts on resume (absent in runs from before it was recorded). */
-  next?: string | null
-  /** Why the run waits for an operator (`retryIteration` or `abort`); null when it does not. */
-  awaitingOperator: OperatorWait | null
-  /** Accepted hyperparameter changes, oldest first. */
-  hyperparameters: HyperparameterChange[]
-  /** The configuration hash the next phases run under (null before the run is planned). */
-  configSha256: string | null
-  /** Why the run was aborted, once the operator asked (it ends after the running phase, or cancels it). */
-  aborted: string | null
-}
-
-export const statusQuery = defineQuery<RunStatus>('status')
+// Declared in operator.ts with the operator's other handles (run-operator.ts reads RunStatus too); the run's clients
+// import them from here.
+export { type Evaluation, type RunStatus, statusQuery }
 
 /** Everything a continued run needs; carried by continueAsNew. */
 export interface RunState {

@@ -4,7 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, it } from 'node:test'
 import { runPhase } from '../../activities/phase.ts'
-import { armedFaults, FaultInjected, parseFaults, rearmFaults } from '../../infra/faults.ts'
+import {
+  armedFaults,
+  FaultInjected,
+  parseFaults,
+  phaseFaultHooks,
+  rearmFaults,
+  withStoreFaults,
+} from '../../infra/faults.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { keys } from '../../store/keys.ts'
 
@@ -46,7 +54,7 @@ describe('SEEDFLOW_FAULT', () => {
 
 describe('fault points (throwing faults, filesystem store)', () => {
   let root: string
-  let store: FsArtifactStore
+  let store: ArtifactStore
   const run = 'faults'
   const spec = { configSha256: 'c'.repeat(64), inputs: {} }
   const scope = (shard: number) => ({ runId: run, phase: 'rollout' as const, shard, iteration: 0 })
@@ -60,28 +68,28 @@ describe('fault points (throwing faults, filesystem store)', () => {
 
   before(async () => {
     root = await mkdtemp(join(tmpdir(), 'seedflow-faults-'))
-    store = new FsArtifactStore(root)
+    store = withStoreFaults(new FsArtifactStore(root)) // as a worker's composition root wires them
   })
   afterEach(() => rearmFaults(''))
   after(() => rm(root, { recursive: true, force: true }))
 
   it('mid-work fires after the phase body wrote its first output, once, and only for its shard', async () => {
     rearmFaults('rollout:mid-work:1:throw')
-    await runPhase({ store }, scope(0), spec, body(0))
-    await assert.rejects(runPhase({ store }, scope(1), spec, body(1)), FaultInjected)
+    await runPhase({ store, hooks: phaseFaultHooks }, scope(0), spec, body(0))
+    await assert.rejects(runPhase({ store, hooks: phaseFaultHooks }, scope(1), spec, body(1)), FaultInjected)
     assert.ok(await store.head(keys.rollouts(run, 0, 1)), 'the first output was written')
     assert.equal(await store.head(`runs/${run}/other-1`), undefined, 'the body stopped there')
     assert.equal(await store.head(keys.phaseManifest(run, 0, 'rollout', 1)), undefined)
-    const retried = await runPhase({ store }, scope(1), spec, body(1))
+    const retried = await runPhase({ store, hooks: phaseFaultHooks }, scope(1), spec, body(1))
     assert.equal(retried.reused, false)
     assert.equal(retried.attempt, 0)
   })
 
   it('after-manifest fires once the manifest is written; the retry reuses it', async () => {
     rearmFaults('rollout:after-manifest:throw')
-    await assert.rejects(runPhase({ store }, scope(2), spec, body(2)), FaultInjected)
+    await assert.rejects(runPhase({ store, hooks: phaseFaultHooks }, scope(2), spec, body(2)), FaultInjected)
     assert.ok(await store.head(keys.phaseManifest(run, 0, 'rollout', 2)))
-    const retried = await runPhase({ store }, scope(2), spec, body(2))
+    const retried = await runPhase({ store, hooks: phaseFaultHooks }, scope(2), spec, body(2))
     assert.equal(retried.reused, true)
   })
 

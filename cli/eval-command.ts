@@ -24,7 +24,7 @@ import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
-import { RunInputError, runCheckpoint, runConfigOf } from './run-checkpoint.ts'
+import { RunInputError, recordedRunConfig, runCheckpoint } from './run-checkpoint.ts'
 
 export const EVAL_SPLITS = ['validation', 'test-seen', 'test-unseen'] as const
 type EvalSplit = (typeof EVAL_SPLITS)[number]
@@ -115,7 +115,7 @@ async function resolveCheckpoint(
     if (checkpoint !== undefined)
       throw new EvalInputError('give either a checkpoint (folder or key) or --run <id> --iteration <k>, not both')
     const s = store()
-    const config = await runConfigOf(s, options.run)
+    const config = await recordedRunConfig(s, options.run)
     const iteration = options.iteration ?? 'final'
     const { prefix } = await runCheckpoint(s, options.run, config, iteration)
     return {
@@ -147,7 +147,7 @@ async function resolveCheckpoint(
     source: { kind: 'store', location: prefix, ...(runId ? { run: runId } : {}) },
     load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,
   }
-  if (runId) resolved.run = { id: runId, config: await runConfigOf(s, runId) }
+  if (runId) resolved.run = { id: runId, config: await recordedRunConfig(s, runId) }
   return resolved
 }
 

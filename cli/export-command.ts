@@ -21,7 +21,7 @@ import { IntegrityError } from '../store/errors.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { CHECKPOINT_FILES } from '../store/keys.ts'
 import { formatBytes } from './audit-command.ts'
-import { RunInputError, runCheckpoint, runConfigOf } from './run-checkpoint.ts'
+import { RunInputError, recordedRunConfig, runCheckpoint } from './run-checkpoint.ts'
 
 export interface ExportOptions {
   iteration?: string
@@ -107,7 +107,7 @@ export async function exportCommand(
   io: { out(text: string): void } = { out: (t) => process.stdout.write(t) },
   store: ArtifactStore = storeFromEnv(localPaths().artifacts),
 ): Promise<ExportedFile[]> {
-  const config = await runConfigOf(store, runId)
+  const config = await recordedRunConfig(store, runId)
   const which = options.iteration ?? 'final'
   const checkpoint = await runCheckpoint(store, runId, config, which)
   const out = resolve(options.out)

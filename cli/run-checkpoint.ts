@@ -18,7 +18,7 @@ export class RunInputError extends Error {
 const MODEL: CheckpointFile = 'model.safetensors'
 
 /** The run's validated config, from its run.json. */
-export async function runConfigOf(store: ArtifactStore, runId: string): Promise<RunConfig> {
+export async function recordedRunConfig(store: ArtifactStore, runId: string): Promise<RunConfig> {
   try {
     assertValidRunId(runId)
   } catch (error) {

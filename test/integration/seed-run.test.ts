@@ -252,6 +252,63 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.deepEqual(await baseRowCalls('grpo'), ['planRun', 'prepare', 'evaluate:base:base/', ...GRPO_ITERATION])
   })
 
+  it('forks a run at its Stage 1: no prepare, no Stage 1, no start evaluations; the endpoint split at the end', async () => {
+    calls.length = 0
+    const workflowId = 'fork-row'
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId,
+      args: [
+        {
+          runId: workflowId,
+          config: plan('grpo', {
+            iterations: 1,
+            iterationsPerRun: 10,
+            fork: { runId: 'other', at: 'stage1' },
+            endpointSplits: ['validation'],
+          }),
+        },
+      ],
+    })
+    const result = await handle.result()
+    assert.deepEqual(inShardOrder(calls), [
+      'planRun',
+      `fork:${workflowId}`,
+      'snapshot:0:sft/:-',
+      'rollout:0:0',
+      'rollout:0:1',
+      'rescore:0:2:0',
+      'update:0:sc-0',
+      'record:0:2:0:1:1',
+      'evaluate:iteration 0:it0/',
+      'evaluate:iteration 0:it0/',
+    ])
+    assert.deepEqual(
+      result.evaluations.map((e) => [e.label, e.target, e.split ?? null]),
+      [
+        ['iteration 0', { kind: 'iteration', iteration: 0 }, null],
+        ['iteration 0', { kind: 'iteration', iteration: 0 }, 'validation'],
+      ],
+    )
+    if (process.env.SEEDFLOW_RECORD_HISTORIES === '1')
+      await writeFile(historyFixture('seed-run-fork'), `${historyToJSON(await handle.fetchHistory())}\n`)
+  })
+
+  it('forks a seed run at the base: Stage 1 and its evaluation run here, the base is not evaluated', async () => {
+    calls.length = 0
+    await client.workflow.execute(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'fork-base-row',
+      args: [
+        {
+          runId: 'fork-base-row',
+          config: plan('seed', { iterations: 1, iterationsPerRun: 10, fork: { runId: 'other', at: 'base' } }),
+        },
+      ],
+    })
+    assert.deepEqual(calls.slice(0, 4), ['planRun', 'fork:fork-base-row', 'stage1', 'evaluate:stage 1:sft/'])
+  })
+
   it('has seed-static analyze with the Stage 1 weights while π_k acts', async () => {
     calls.length = 0
     await client.workflow.execute(seedRun, {

@@ -136,7 +136,7 @@ export interface PhasePlace {
 
 /**
  * Hooks around the computing of a phase shard; a worker's composition root fills them (fault injection:
- * infra/faults.ts). Neither runs for a reused shard.
+ * workers/faults.ts). Neither runs for a reused shard.
  */
 export interface PhaseHooks {
   /** Runs the phase body: calls `body` once and returns (or throws) what it does. */

@@ -37,7 +37,7 @@ export interface PipelineDeps {
   iterationsPerRun?: number
   /** Heartbeat timeout the planned run gives its model-bound activities (RunPlan); default: the workflows' 5 minutes. */
   heartbeatTimeoutSeconds?: number
-  /** Hooks around every phase body (the worker's fault injection: infra/faults.ts phaseFaultHooks). */
+  /** Hooks around every phase body (the worker's fault injection: workers/faults.ts phaseFaultHooks). */
   phaseHooks?: PhaseHooks
 }
 

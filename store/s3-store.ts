@@ -42,7 +42,7 @@ export interface S3StoreOptions {
    * Called as each multipart upload starts (objects over 16 MiB and every putStream): a listener it returns sees
    * the upload's progress, `loaded` bytes of `total` (undefined while the length is unknown); `abort` stops the
    * upload. `key` is the object the upload writes, bucket prefix included (for putStream a temporary key).
-   * The worker's fault injection (infra/faults.ts) watches uploads through it.
+   * The worker's fault injection (workers/faults.ts) watches uploads through it.
    */
   onMultipartUpload?: MultipartWatcher
 }

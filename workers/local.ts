@@ -36,7 +36,7 @@ export interface LocalWorkerOptions {
    */
   engine?: Engine
   counters?: PhaseCounters
-  /** Around every phase shard the activities compute (fault injection: infra/faults.ts's phaseFaultHooks). */
+  /** Around every phase shard the activities compute (fault injection: workers/faults.ts's phaseFaultHooks). */
   phaseHooks?: PhaseHooks
   /** Episodes per rollout shard when planning a run (default 64). */
   episodesPerShard?: number

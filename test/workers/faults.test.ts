@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, it } from 'node:test'
 import { runPhase } from '../../activities/phase.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
+import { FsArtifactStore } from '../../store/fs-store.ts'
+import { keys } from '../../store/keys.ts'
 import {
   armedFaults,
   FaultInjected,
@@ -11,10 +14,7 @@ import {
   phaseFaultHooks,
   rearmFaults,
   withStoreFaults,
-} from '../../infra/faults.ts'
-import type { ArtifactStore } from '../../store/artifact-store.ts'
-import { FsArtifactStore } from '../../store/fs-store.ts'
-import { keys } from '../../store/keys.ts'
+} from '../../workers/faults.ts'
 
 describe('SEEDFLOW_FAULT', () => {
   it('parses phase and store faults with their filters and actions', () => {

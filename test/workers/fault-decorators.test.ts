@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, it } from 'node:test'
 import { runPhase } from '../../activities/phase.ts'
-import { armedFaults, FaultInjected, rearmFaults, watchMultipartUpload, withStoreFaults } from '../../infra/faults.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
+import { armedFaults, FaultInjected, rearmFaults, watchMultipartUpload, withStoreFaults } from '../../workers/faults.ts'
 
 describe('fault decorators', () => {
   let root: string

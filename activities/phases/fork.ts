@@ -14,20 +14,17 @@ import type { PhaseManifest } from '../phase.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, folderOf } from '../phase-io.ts'
 
-/** The finished manifest of a run-level phase of the source run, if it has one. */
-async function stageManifest(store: ArtifactStore, runId: string, phase: Phase) {
-  const attempt = await latestAttempt(store, (a) => keys.stagePhaseManifest(runId, phase, 0, a))
-  return attempt === undefined
-    ? undefined
-    : ((await getJson(store, keys.stagePhaseManifest(runId, phase, 0, attempt))) as PhaseManifest)
+/** The latest finished manifest of a phase shard of the source run (a manifest is written last), if any. */
+async function latestManifest(store: ArtifactStore, keyOf: (attempt: number) => string) {
+  const attempt = await latestAttempt(store, keyOf)
+  return attempt === undefined ? undefined : ((await getJson(store, keyOf(attempt))) as PhaseManifest)
 }
 
-async function iterationManifest(store: ArtifactStore, runId: string, k: number, phase: Phase) {
-  const attempt = await latestAttempt(store, (a) => keys.phaseManifest(runId, k, phase, 0, a))
-  return attempt === undefined
-    ? undefined
-    : ((await getJson(store, keys.phaseManifest(runId, k, phase, 0, attempt))) as PhaseManifest)
-}
+const stageManifest = (store: ArtifactStore, runId: string, phase: Phase) =>
+  latestManifest(store, (a) => keys.stagePhaseManifest(runId, phase, 0, a))
+
+const iterationManifest = (store: ArtifactStore, runId: string, k: number, phase: Phase) =>
+  latestManifest(store, (a) => keys.phaseManifest(runId, k, phase, 0, a))
 
 /** What the fork reads from the source run: the manifests of the checkpoints it copies. */
 async function sources(store: ArtifactStore, from: string, at: ForkPoint) {

@@ -26,32 +26,66 @@ const stageManifest = (store: ArtifactStore, runId: string, phase: Phase) =>
 const iterationManifest = (store: ArtifactStore, runId: string, k: number, phase: Phase) =>
   latestManifest(store, (a) => keys.phaseManifest(runId, k, phase, 0, a))
 
-/** What the fork reads from the source run: the manifests of the checkpoints it copies. */
+/** A checkpoint's files (file name → what the manifest recorded). */
+type Files = Record<string, ObjectInfo>
+
+/**
+ * The checkpoint among a manifest's outputs under `prefix` ('' for a phase that wrote one folder; `base/`,
+ * `stage1/`, `iteration/` for a fork's copies); undefined without a model file.
+ */
+function filesOf(manifest: PhaseManifest | undefined, prefix = ''): Files | undefined {
+  const files: Files = {}
+  for (const file of CHECKPOINT_FILES) {
+    const info = manifest?.outputs[`${prefix}${file}`]
+    if (info) files[file] = info
+  }
+  return files['model.safetensors'] ? files : undefined
+}
+
+/**
+ * What the fork copies from the source run: its base, its Stage 1 and skill library, iteration k's checkpoint and
+ * the sha256 of that iteration's KL reference. Each as the source computed it, or as the source copied it when it
+ * was a fork itself.
+ */
 async function sources(store: ArtifactStore, from: string, at: ForkPoint) {
   const where = `fork of run ${from} at ${typeof at === 'object' ? `iteration ${at.iteration}` : at}`
-  const base = (await stageManifest(store, from, 'warmstart')) ?? (await stageManifest(store, from, 'import'))
-  if (!base) throw new ForkError(`${where}: run ${from} has no base checkpoint (no warmstart or import manifest)`)
-  const stage1 = at === 'base' ? undefined : await stageManifest(store, from, 'sft')
-  if (at === 'stage1' && !stage1) throw new ForkError(`${where}: run ${from} has no Stage 1 (no sft manifest)`)
-  let iteration: { update: PhaseManifest; snapshot: Snapshot } | undefined
+  const forked = await stageManifest(store, from, 'fork')
+  const sft = await stageManifest(store, from, 'sft')
+  const base =
+    filesOf(await stageManifest(store, from, 'warmstart')) ??
+    filesOf(await stageManifest(store, from, 'import')) ??
+    filesOf(forked, 'base/')
+  if (!base) throw new ForkError(`${where}: run ${from} has no base checkpoint (no warmstart, import or fork manifest)`)
+  const stage1 = at === 'base' ? undefined : (filesOf(sft) ?? filesOf(forked, 'stage1/'))
+  if (at === 'stage1' && !stage1) throw new ForkError(`${where}: run ${from} has no Stage 1`)
+  // the skill library: Stage 1's annotations, those of `annotate` (rows that read it without Stage 1), or a copy
+  const library =
+    at === 'base'
+      ? undefined
+      : (sft?.outputs.annotations ??
+        (await stageManifest(store, from, 'annotate'))?.outputs.annotations ??
+        forked?.outputs.annotations)
+  let iteration: { files: Files; reference: string } | undefined
   if (typeof at === 'object') {
-    const update = await iterationManifest(store, from, at.iteration, 'update')
-    const snap = await iterationManifest(store, from, at.iteration, 'snapshot')
-    if (!update || !snap?.outputs.snapshot)
-      throw new ForkError(`${where}: run ${from} has not finished iteration ${at.iteration}`)
-    iteration = { update, snapshot: (await getJson(store, snap.outputs.snapshot.key)) as Snapshot }
+    const k = at.iteration
+    const update = filesOf(await iterationManifest(store, from, k, 'update'))
+    const snap = (await iterationManifest(store, from, k, 'snapshot'))?.outputs.snapshot
+    const copiedAt = forked?.stats.iteration === k + 1 ? filesOf(forked, 'iteration/') : undefined
+    if (update && snap) {
+      const snapshot = (await getJson(store, snap.key, snap.sha256)) as Snapshot
+      iteration = { files: update, reference: snapshot.reference.sha256 }
+    } else if (copiedAt) {
+      const reference = forked?.stats.referenceIsStage1 ? stage1 : base
+      iteration = { files: copiedAt, reference: reference?.['model.safetensors']?.sha256 ?? '' }
+    } else throw new ForkError(`${where}: run ${from} has not finished iteration ${k}`)
   }
-  // the skill library: Stage 1's annotations, or those of `annotate` in runs that read it without Stage 1
-  const library = at === 'base' ? undefined : (stage1 ?? (await stageManifest(store, from, 'annotate')))
   return { base, stage1, iteration, library }
 }
 
-/** Copies the checkpoint files a manifest records into `prefix` of this run, verifying each by its sha256. */
-async function copyCheckpoint(store: ArtifactStore, manifest: PhaseManifest, prefix: string, what: string) {
+/** Copies a checkpoint's files into `prefix` of this run, verifying each by its sha256. */
+async function copyCheckpoint(store: ArtifactStore, files: Files, prefix: string, what: string) {
   const outputs: Record<string, ObjectInfo> = {}
-  for (const file of CHECKPOINT_FILES) {
-    const info = manifest.outputs[file]
-    if (!info) continue
+  for (const [file, info] of Object.entries(files)) {
     if (!(await store.head(info.key)))
       throw new ForkError(`${what}: ${info.key} is gone (pruned by the source run's retention?)`)
     outputs[`${what}/${file}`] = await store.put(`${prefix}${file}`, await getExpected(store, info.key, info.sha256))
@@ -94,7 +128,7 @@ export const forkPhase: PhaseDef<{ run: RunRef }, NonNullable<RunConfig['fork']>
           const prefix = folderOf(keys.sftCheckpoint(run.runId, model, attempt))
           Object.assign(outputs, await copyCheckpoint(store, src.stage1, prefix, 'stage1'))
         }
-        const annotations = src.library?.outputs.annotations
+        const annotations = src.library
         if (annotations)
           outputs.annotations = await store.put(
             keys.sftAnnotations(run.runId, attempt),
@@ -105,8 +139,8 @@ export const forkPhase: PhaseDef<{ run: RunRef }, NonNullable<RunConfig['fork']>
         if (src.iteration && typeof fork.at === 'object') {
           const k = fork.at.iteration
           const prefix = folderOf(keys.checkpoint(run.runId, k, 'model.safetensors', attempt))
-          Object.assign(outputs, await copyCheckpoint(store, src.iteration.update, prefix, 'iteration'))
-          const reference = src.iteration.snapshot.reference.sha256
+          Object.assign(outputs, await copyCheckpoint(store, src.iteration.files, prefix, 'iteration'))
+          const reference = src.iteration.reference
           referenceIsStage1 = outputs['stage1/model.safetensors']?.sha256 === reference
           if (!referenceIsStage1 && outputs['base/model.safetensors']?.sha256 !== reference)
             throw new ForkError(

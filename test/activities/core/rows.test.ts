@@ -134,3 +134,58 @@ describe('rollouts do not depend on how the iteration is sharded', () => {
     assert.ok(gap < 1e-5, `sampler log-probs differ by ${gap}`)
   })
 })
+
+describe('forking a run', () => {
+  it('at iteration k: its checkpoint with optimizer state and KL reference; the fork goes on at k + 1', async () => {
+    const config = { ...microConfig('grpo'), fork: { run: 'rows-source', at: 'base' as const } }
+    const { run, plan } = await acts.planRun({
+      runId: 'fork-source',
+      config: { ...config, stage2: { ...config.stage2, iterations: 2 } },
+    })
+    const start = await acts.fork({ run })
+    const it0 = await iterateMicro(acts, run, plan, 0, {
+      acting: start.acting,
+      reference: start.reference,
+      analyzer: null,
+    })
+
+    const branch = {
+      ...microConfig('grpo'),
+      stage2: { ...config.stage2, iterations: 2 },
+      fork: { run: 'fork-source', at: { iteration: 0 } },
+    }
+    const { run: forkRun } = await acts.planRun({ runId: 'fork-branch', config: branch })
+    const forked = await acts.fork({ run: forkRun })
+    assert.equal(forked.iteration, 1)
+    assert.equal(forked.acting.sha256, it0.updated.checkpoint.sha256)
+    assert.equal(forked.reference.sha256, start.reference.sha256)
+    assert.ok(forked.acting.prefix.startsWith(`runs/fork-branch/`), forked.acting.prefix)
+    assert.ok(await store.head(`${forked.acting.prefix}optimizer.safetensors`), 'the optimizer state is copied')
+    assert.equal((await acts.fork({ run: forkRun })).reused, true)
+    // a fork of a fork finds the base among the first fork's copies
+    const again = { ...microConfig('grpo'), fork: { run: 'fork-source', at: 'base' as const } }
+    const { run: againRun } = await acts.planRun({ runId: 'fork-of-fork', config: again })
+    assert.equal((await acts.fork({ run: againRun })).base.sha256, start.base.sha256)
+  })
+
+  it('refuses an unknown run at planRun and a fork point the run does not have', async () => {
+    const unknown = { ...microConfig('grpo'), fork: { run: 'no-such-run', at: 'base' as const } }
+    await assert.rejects(
+      acts.planRun({ runId: 'fork-unknown', config: unknown }),
+      /fork\.run: no run named no-such-run/,
+    )
+    const late = { ...microConfig('grpo'), fork: { run: 'fork-source', at: { iteration: 1 } } }
+    const { run } = await acts.planRun({
+      runId: 'fork-late',
+      config: { ...late, stage2: { ...late.stage2, iterations: 3 } },
+    })
+    await assert.rejects(
+      acts.fork({ run }),
+      (e: Error) =>
+        /ForkError/.test(String((e as { type?: string }).type)) && /has not finished iteration 1/.test(e.message),
+    )
+    const noStage1 = { ...microConfig('seed'), fork: { run: 'fork-source', at: 'stage1' as const } }
+    const { run: r2 } = await acts.planRun({ runId: 'fork-no-stage1', config: noStage1 })
+    await assert.rejects(acts.fork({ run: r2 }), /has no Stage 1/)
+  })
+})

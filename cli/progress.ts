@@ -16,7 +16,7 @@ const percent = (x: number) => `${(100 * x).toFixed(1)}%`
 
 export function formatEvaluation(e: Evaluation): string {
   const se = Number.isFinite(e.standardError) ? ` ± ${percent(e.standardError)}` : ''
-  return `${percent(e.success)}${se} (${e.tasks} tasks)`
+  return `${percent(e.success)}${se} (${e.tasks} tasks${e.split ? ` of ${e.split}` : ''})`
 }
 
 /** The workflow's description; undefined while it does not exist (yet). */

@@ -176,19 +176,23 @@ function printSummary(
   store: ArtifactStore,
   ui: string | undefined,
 ): void {
-  const lastEvaluation = result.evaluations.length - 1
+  const last = result.evaluations.at(-1)
   const named = (label: string) => (label === 'base' ? baseName : label)
+  // the last point's evaluations (one per split) are the final ones
   const rows = result.evaluations.map(
-    (e, i) =>
-      [`${named(e.label)}${i === lastEvaluation && e.iteration >= 0 ? ' (final)' : ''}`, formatEvaluation(e)] as const,
+    (e) =>
+      [
+        `${named(e.label)}${last && e.label === last.label && e.iteration >= 0 ? ' (final)' : ''}`,
+        formatEvaluation(e),
+      ] as const,
   )
   const width = Math.max(...rows.map((r) => r[0].length), 10)
   process.stdout.write(`\nheld-out success of run ${runId}:\n`)
   for (const [label, value] of rows) process.stdout.write(`  ${label.padEnd(width)}  ${value}\n`)
   process.stdout.write('\n')
   if (result.outcome === 'aborted') say(`run ${runId} was aborted: ${result.aborted}`)
-  const last = result.checkpoint
-  if (last) say(`final checkpoint: ${last.prefix} (model sha256 ${last.sha256.slice(0, 12)}…)`)
+  const checkpoint = result.checkpoint
+  if (checkpoint) say(`final checkpoint: ${checkpoint.prefix} (model sha256 ${checkpoint.sha256.slice(0, 12)}…)`)
   if (store instanceof FsArtifactStore) say(`artifacts: ${store.root}/runs/${runId}/`)
   if (ui) say(`Web UI: ${ui}/workflows/${encodeURIComponent(runId)}`)
 }

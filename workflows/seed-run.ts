@@ -7,6 +7,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -273,6 +274,10 @@ async function evaluate(
   ])
   const { rolloutQueue } = modelQueues(state.plan)
   const splits = endpoint ? (state.plan.endpointSplits ?? []) : []
+  // recorded once every split is done: a retry after a failed split (orWait) runs them again, reused, and records
+  // once (runs from before this recorded each split as it came; they replay that way)
+  const once = splits.length === 0 || patched('evaluation-splits-recorded-once')
+  const done: Evaluation[] = []
   for (let slot = 0; slot <= splits.length; slot++) {
     const run = operator.run as RunRef
     const result = await rolloutQueue.evaluate({
@@ -281,17 +286,25 @@ async function evaluate(
       checkpoint: state.acting,
       ...(slot > 0 ? { slot } : {}),
     })
-    const success = result.stats.success ?? Number.NaN
-    state.evaluations.push({
+    const evaluation: Evaluation = {
       label: targetLabel(target),
       iteration: target.kind === 'iteration' ? target.iteration : -1,
       target,
       ...(slot > 0 ? { split: splits[slot - 1] as string } : {}),
-      success,
+      success: result.stats.success ?? Number.NaN,
       standardError: result.stats.standardError ?? Number.NaN,
       tasks: result.stats.tasks ?? 0,
       manifestKey: result.manifestKey,
-    })
-    if (slot === 0 && Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
+    }
+    if (once) done.push(evaluation)
+    else recordEvaluations(state, [evaluation], slot === 0)
   }
+  if (once) recordEvaluations(state, done, true)
+}
+
+/** Adds evaluations to the run's; the first one's success becomes the SeedSuccessRate search attribute. */
+function recordEvaluations(state: RunState, evaluations: Evaluation[], periodic: boolean): void {
+  state.evaluations.push(...evaluations)
+  const success = evaluations[0]?.success ?? Number.NaN
+  if (periodic && Number.isFinite(success)) upsertSearchAttributes([{ key: SEED_SUCCESS_RATE, value: success }])
 }

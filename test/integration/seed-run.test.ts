@@ -291,7 +291,7 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       ],
     )
     if (process.env.SEEDFLOW_RECORD_HISTORIES === '1')
-      await writeFile(historyFixture('seed-run-fork'), `${historyToJSON(await handle.fetchHistory())}\n`)
+      await writeFile(historyFixture('seed-run-fork-once'), `${historyToJSON(await handle.fetchHistory())}\n`)
   })
 
   it('forks a seed run at the base: Stage 1 and its evaluation run here, the base is not evaluated', async () => {

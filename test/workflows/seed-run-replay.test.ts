@@ -23,8 +23,14 @@ test('seedRun (skill-grpo row: annotate before the base evaluation, one iteratio
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'skill-grpo-row')
 })
 
-test('seedRun (a grpo run forked at Stage 1, evaluated on a second split at the end) replays its committed history', async () => {
+test('seedRun (a grpo run forked at Stage 1, evaluated on a second split at the end, before the evaluations were recorded once) replays its committed history', async () => {
   const history = JSON.parse(await readFile(historyFixture('seed-run-fork'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'fork-row')
+})
+
+test('seedRun (the same fork, its evaluations recorded once every split is done: patched) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-fork-once'), 'utf8'))
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'fork-row')
 })

@@ -107,6 +107,9 @@ export interface RunStatus {
   aborted: string | null
 }
 
+/** The run's own part of its status (seedRun and RunOperator write it); the gate's pause and abort state completes it. */
+export type RunProgress = Omit<RunStatus, 'paused' | 'held' | 'next' | 'aborted'>
+
 export const statusQuery = defineQuery<RunStatus>('status')
 
 /** Thrown inside a workflow to end it as aborted (never leaves the workflow). */

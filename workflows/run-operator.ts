@@ -25,6 +25,7 @@ import {
   pauseSignal,
   type RetryAccepted,
   RunAborted,
+  type RunProgress,
   type RunStatus,
   rejection,
   resumeSignal,
@@ -60,7 +61,7 @@ export class RunOperator {
   constructor(
     /** The run's configuration as given (overrides are checked on top of it). */
     private readonly config: unknown,
-    private readonly status: RunStatus,
+    private readonly status: RunProgress,
     run: RunRef | null,
     carried: OperatorCarry | undefined,
   ) {

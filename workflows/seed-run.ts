@@ -18,7 +18,7 @@ import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
-import { type Evaluation, RunAborted, type RunStatus, statusQuery } from './operator.ts'
+import { type Evaluation, RunAborted, type RunProgress, type RunStatus, statusQuery } from './operator.ts'
 import { RunOperator } from './run-operator.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
 
@@ -72,20 +72,16 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       'InvalidRunConfig',
     )
   const carried = input.state
-  const status: RunStatus = {
+  const status: RunProgress = {
     runId: input.runId,
     phase: 'prepare',
     iteration: carried?.iteration ?? 0,
     iterations: carried?.plan.iterations ?? 0,
     algorithm: carried?.plan.algorithm ?? null,
     evaluations: carried?.evaluations ?? [],
-    paused: false,
-    held: false,
-    next: null,
     awaitingOperator: null,
     hyperparameters: [],
     configSha256: null,
-    aborted: null,
   }
   const operator = new RunOperator(
     input.config,
@@ -157,7 +153,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
  * the row starts from it, evaluate both. A bad configuration fails the run at planRun; later failures wait for
  * an operator.
  */
-async function start(input: SeedRunInput, status: RunStatus, operator: RunOperator): Promise<RunState> {
+async function start(input: SeedRunInput, status: RunProgress, operator: RunOperator): Promise<RunState> {
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
   const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
   operator.run = run
@@ -206,7 +202,7 @@ async function start(input: SeedRunInput, status: RunStatus, operator: RunOperat
 }
 
 /** Stage 1 where the row starts from it (from a base made here or forked), and its evaluation. */
-async function stage1(state: RunState, status: RunStatus, operator: RunOperator): Promise<RunState> {
+async function stage1(state: RunState, status: RunProgress, operator: RunOperator): Promise<RunState> {
   const row = ALGORITHMS[state.plan.algorithm]
   const { trainQueue } = modelQueues(state.plan)
   const current = () => operator.run as RunRef
@@ -230,7 +226,7 @@ async function stage1(state: RunState, status: RunStatus, operator: RunOperator)
  * from its base, this run annotates and makes its Stage 1 where its row needs them. A fork evaluates only what
  * it computes: the fork point's evaluations belong to the run it came from.
  */
-async function forked(state: RunState, status: RunStatus, operator: RunOperator): Promise<RunState> {
+async function forked(state: RunState, status: RunProgress, operator: RunOperator): Promise<RunState> {
   const { plan } = state
   const row = ALGORITHMS[plan.algorithm]
   const { rolloutQueue, trainQueue } = modelQueues(plan)
@@ -264,7 +260,7 @@ async function evaluate(
   state: RunState,
   operator: RunOperator,
   target: EvaluationTarget,
-  status: RunStatus,
+  status: RunProgress,
   endpoint: boolean,
 ): Promise<void> {
   status.phase = 'evaluate'

@@ -5,7 +5,7 @@ import {
   encodeCheckpoint,
   encodeOptimizerState,
 } from '../policy/checkpoint.ts'
-import type { ArtifactStore } from '../store/artifact-store.ts'
+import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { CHECKPOINT_FILES, type CheckpointFile } from '../store/keys.ts'
 import type { CheckpointRef } from './contracts.ts'
 
@@ -16,23 +16,33 @@ export interface OptimizerState {
 
 /**
  * Writes a checkpoint folder under `prefix` (ending in '/'): model.safetensors, config.json, tokenizer.json
- * and, when given, optimizer.safetensors. The reference names the folder and the weights' sha256.
+ * and, when given, optimizer.safetensors. Returns what the store recorded for each file.
  */
+export async function putCheckpoint(
+  store: ArtifactStore,
+  prefix: string,
+  checkpoint: Checkpoint,
+  optimizer?: OptimizerState,
+): Promise<Partial<Record<CheckpointFile, ObjectInfo>>> {
+  if (!prefix.endsWith('/')) throw new RangeError(`checkpoint prefix must end with '/': ${prefix}`)
+  const files = encodeCheckpoint(checkpoint)
+  if (optimizer) files['optimizer.safetensors'] = encodeOptimizerState(optimizer)
+  const written: Partial<Record<CheckpointFile, ObjectInfo>> = {}
+  for (const [file, bytes] of Object.entries(files) as Array<[CheckpointFile, Uint8Array]>) {
+    written[file] = await store.put(`${prefix}${file}`, bytes)
+  }
+  return written
+}
+
+/** Writes a checkpoint folder (putCheckpoint); the reference names the folder and the weights' sha256. */
 export async function saveCheckpoint(
   store: ArtifactStore,
   prefix: string,
   checkpoint: Checkpoint,
   optimizer?: OptimizerState,
 ): Promise<CheckpointRef> {
-  if (!prefix.endsWith('/')) throw new RangeError(`checkpoint prefix must end with '/': ${prefix}`)
-  const files = encodeCheckpoint(checkpoint)
-  if (optimizer) files['optimizer.safetensors'] = encodeOptimizerState(optimizer)
-  let sha256 = ''
-  for (const [file, bytes] of Object.entries(files) as Array<[CheckpointFile, Uint8Array]>) {
-    const info = await store.put(`${prefix}${file}`, bytes)
-    if (file === 'model.safetensors') sha256 = info.sha256
-  }
-  return { prefix, sha256 }
+  const written = await putCheckpoint(store, prefix, checkpoint, optimizer)
+  return { prefix, sha256: written['model.safetensors']?.sha256 ?? '' }
 }
 
 /** Reads (and verifies) a checkpoint folder; the optimizer state when the folder has one. */

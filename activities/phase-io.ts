@@ -3,10 +3,11 @@
 // plan; and the checkpoint folder helpers that turn a written folder into a phase's outputs.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { AdamWState, Engine } from '../engine/index.ts'
+import type { Checkpoint } from '../policy/checkpoint.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getExpected, getJson } from '../store/json.ts'
-import { CHECKPOINT_FILES, type CheckpointFile, keys } from '../store/keys.ts'
-import { loadCheckpoint } from './checkpoint-store.ts'
+import { type CheckpointFile, keys } from '../store/keys.ts'
+import { loadCheckpoint, type OptimizerState, putCheckpoint } from './checkpoint-store.ts'
 import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from './contracts.ts'
 import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from './core/index.ts'
 import { fatal } from './failures.ts'
@@ -37,14 +38,14 @@ export function folderOf(modelKey: string): string {
   return modelKey.slice(0, -MODEL_FILE.length)
 }
 
-/** The files of a written checkpoint folder, as a phase's outputs. */
-export async function checkpointOutputs(store: ArtifactStore, ref: CheckpointRef): Promise<Record<string, ObjectInfo>> {
-  const outputs: Record<string, ObjectInfo> = {}
-  for (const file of CHECKPOINT_FILES) {
-    const info = await store.head(`${ref.prefix}${file}`)
-    if (info) outputs[file] = info
-  }
-  return outputs
+/** Writes a checkpoint folder beside `modelKey` (the key its model file gets); its files are the phase's outputs. */
+export async function writeCheckpoint(
+  store: ArtifactStore,
+  modelKey: string,
+  checkpoint: Checkpoint,
+  optimizer?: OptimizerState,
+): Promise<Record<string, ObjectInfo>> {
+  return (await putCheckpoint(store, folderOf(modelKey), checkpoint, optimizer)) as Record<string, ObjectInfo>
 }
 
 /** The checkpoint a phase's outputs hold; its absence breaks the phase's contract. */

@@ -12,7 +12,7 @@ import type { CheckpointRef, ForkPoint, ForkSummary, RunRef, Snapshot } from '..
 import { ForkError } from '../failures.ts'
 import type { PhaseManifest } from '../phase.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { checkpointOf, folderOf } from '../phase-io.ts'
+import { checkpointOf, folderOf, MODEL_FILE } from '../phase-io.ts'
 
 /** The latest finished manifest of a phase shard of the source run (a manifest is written last), if any. */
 async function latestManifest(store: ArtifactStore, keyOf: (attempt: number) => string) {
@@ -39,7 +39,7 @@ function filesOf(manifest: PhaseManifest | undefined, prefix = ''): Files | unde
     const info = manifest?.outputs[`${prefix}${file}`]
     if (info) files[file] = info
   }
-  return files['model.safetensors'] ? files : undefined
+  return files[MODEL_FILE] ? files : undefined
 }
 
 /**
@@ -76,7 +76,7 @@ async function sources(store: ArtifactStore, from: string, at: ForkPoint) {
       iteration = { files: update, reference: snapshot.reference.sha256 }
     } else if (copiedAt) {
       const reference = forked?.stats.referenceIsStage1 ? stage1 : base
-      iteration = { files: copiedAt, reference: reference?.['model.safetensors']?.sha256 ?? '' }
+      iteration = { files: copiedAt, reference: reference?.[MODEL_FILE]?.sha256 ?? '' }
     } else throw new ForkError(`${where}: run ${from} has not finished iteration ${k}`)
   }
   return { base, stage1, iteration, library }
@@ -117,15 +117,14 @@ export const forkPhase: PhaseDef<{ run: RunRef }, NonNullable<RunConfig['fork']>
       inputs: {},
       async compute({ store, attempt }) {
         const src = await sources(store, fork.run, fork.at)
-        const model = 'model.safetensors'
         const outputs = await copyCheckpoint(
           store,
           src.base,
-          folderOf(keys.baseCheckpoint(run.runId, model, attempt)),
+          folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, attempt)),
           'base',
         )
         if (src.stage1) {
-          const prefix = folderOf(keys.sftCheckpoint(run.runId, model, attempt))
+          const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE, attempt))
           Object.assign(outputs, await copyCheckpoint(store, src.stage1, prefix, 'stage1'))
         }
         const annotations = src.library
@@ -138,11 +137,11 @@ export const forkPhase: PhaseDef<{ run: RunRef }, NonNullable<RunConfig['fork']>
         let referenceIsStage1 = src.stage1 !== undefined
         if (src.iteration && typeof fork.at === 'object') {
           const k = fork.at.iteration
-          const prefix = folderOf(keys.checkpoint(run.runId, k, 'model.safetensors', attempt))
+          const prefix = folderOf(keys.checkpoint(run.runId, k, MODEL_FILE, attempt))
           Object.assign(outputs, await copyCheckpoint(store, src.iteration.files, prefix, 'iteration'))
           const reference = src.iteration.reference
-          referenceIsStage1 = outputs['stage1/model.safetensors']?.sha256 === reference
-          if (!referenceIsStage1 && outputs['base/model.safetensors']?.sha256 !== reference)
+          referenceIsStage1 = outputs[`stage1/${MODEL_FILE}`]?.sha256 === reference
+          if (!referenceIsStage1 && outputs[`base/${MODEL_FILE}`]?.sha256 !== reference)
             throw new ForkError(
               `fork of run ${fork.run} at iteration ${k}: its KL reference is neither its base nor its Stage 1`,
             )

@@ -11,12 +11,11 @@ import { ApplicationFailure } from '@temporalio/common'
 import { huggingFaceFolderFiles, importHuggingFaceFolder } from '../../policy/hf-import.ts'
 import type { ImportedModelConfig, RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import { saveCheckpoint } from '../checkpoint-store.ts'
 import type { RunRef, StageSummary } from '../contracts.ts'
 import { checkpointCodec } from '../core/index.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { checkpointOf, checkpointOutputs, folderOf, MODEL_FILE } from '../phase-io.ts'
+import { checkpointOf, MODEL_FILE, writeCheckpoint } from '../phase-io.ts'
 
 async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256')
@@ -84,11 +83,11 @@ export const importPhase: PhaseDef<{ run: RunRef }, ImportedModelConfig, StageSu
             'InvalidRunConfig',
           )
         }
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, attempt))
-        const ref = await saveCheckpoint(store, prefix, imported.checkpoint)
+        const key = keys.baseCheckpoint(run.runId, MODEL_FILE, attempt)
+        const outputs = await writeCheckpoint(store, key, imported.checkpoint)
         const parameters = [...imported.checkpoint.weights.values()].reduce((n, w) => n + w.length, 0)
         return {
-          outputs: await checkpointOutputs(store, ref),
+          outputs,
           stats: { parameters, vocabSize: c.vocabSize, maxPositions: c.maxPositions },
         }
       },

@@ -2,11 +2,10 @@
 // acting and skill-writing pairs → π_0, the start checkpoint and KL reference of the SEED rows.
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import { saveCheckpoint } from '../checkpoint-store.ts'
 import type { CheckpointRef, RunRef, StageSummary } from '../contracts.ts'
 import { toCheckpoint, trainStage1 } from '../core/index.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { checkpointOf, checkpointOutputs, folderOf, MODEL_FILE, numericStats } from '../phase-io.ts'
+import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { annotation } from './annotate.ts'
 
 export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConfig, StageSummary> = {
@@ -21,9 +20,11 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
         const annotated = await annotation(store, run, config, policy, attempt)
         const trained = await trainStage1(policy, annotated, config)
         const stats = { ...numericStats(trained, ['firstLoss', 'lastLoss']), ...annotated.stats }
-        const prefix = folderOf(keys.sftCheckpoint(run.runId, MODEL_FILE, attempt))
-        const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy))
-        return { outputs: { ...(await checkpointOutputs(store, ref)), ...annotated.outputs }, stats }
+        const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)
+        return {
+          outputs: { ...(await writeCheckpoint(store, key, toCheckpoint(policy))), ...annotated.outputs },
+          stats,
+        }
       },
     }
   },

@@ -3,13 +3,12 @@
 import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import { saveCheckpoint } from '../checkpoint-store.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
 import { toCheckpoint, update } from '../core/index.ts'
 import { lossTerms } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { checkpointOf, checkpointOutputs, folderOf, MODEL_FILE, numericStats } from '../phase-io.ts'
+import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
 const needs = (c: RunConfig) => ({ terms: lossTerms(c.algorithm), settings: c.stage2 })
@@ -40,9 +39,8 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
           const v = updated.metrics[name]
           if (v !== null && !Number.isFinite(v)) throw fatal(`${name} is ${v}`, 'NonFiniteLossError')
         }
-        const prefix = folderOf(keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt))
-        const ref = await saveCheckpoint(store, prefix, toCheckpoint(policy), updated.optimizerState)
-        return { outputs: await checkpointOutputs(store, ref), stats }
+        const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)
+        return { outputs: await writeCheckpoint(store, key, toCheckpoint(policy), updated.optimizerState), stats }
       },
     }
   },

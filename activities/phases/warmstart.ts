@@ -2,12 +2,11 @@
 // its model is the built-in one).
 import type { BuiltinModelConfig, RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import { saveCheckpoint } from '../checkpoint-store.ts'
 import type { RunRef, StageSummary } from '../contracts.ts'
 import { warmstart } from '../core/index.ts'
 import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { checkpointOf, checkpointOutputs, folderOf, MODEL_FILE, numericStats } from '../phase-io.ts'
+import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 
 const needs = (c: RunConfig) => {
   if (c.model.kind !== 'builtin' || !c.warmstart)
@@ -42,9 +41,8 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
             }),
         })
         const stats = numericStats(r.stats, ['lastLoss'])
-        const prefix = folderOf(keys.baseCheckpoint(run.runId, MODEL_FILE, attempt))
-        const ref = await saveCheckpoint(store, prefix, r.checkpoint)
-        return { outputs: await checkpointOutputs(store, ref), stats }
+        const key = keys.baseCheckpoint(run.runId, MODEL_FILE, attempt)
+        return { outputs: await writeCheckpoint(store, key, r.checkpoint), stats }
       },
     }
   },

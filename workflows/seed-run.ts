@@ -163,21 +163,8 @@ async function start(input: SeedRunInput, status: RunProgress, operator: RunOper
     { key: SEED_ALGORITHM, value: plan.algorithm },
   ])
   Object.assign(status, { iterations: plan.iterations, algorithm: plan.algorithm })
-  if (plan.fork) {
-    const empty = { prefix: '', sha256: '' }
-    const state: RunState = {
-      run,
-      plan,
-      iteration: 0,
-      acting: empty,
-      reference: empty,
-      fixedAnalyzer: null,
-      evaluations: status.evaluations,
-    }
-    return forked(state, status, operator)
-  }
-  const row = ALGORITHMS[plan.algorithm]
-  const { rolloutQueue, trainQueue } = modelQueues(plan)
+  if (plan.fork) return forked(run, plan, status, operator)
+  const { trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
   await operator.boundary('prepare')
   const base = await operator.orWait(-1, () => trainQueue.prepare({ run: current() }))
@@ -190,12 +177,7 @@ async function start(input: SeedRunInput, status: RunProgress, operator: RunOper
     fixedAnalyzer: null,
     evaluations: status.evaluations,
   }
-  if (needsLibrary(row) && !needsStage1(row)) {
-    await operator.boundary('annotate')
-    upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
-    status.phase = 'annotate'
-    await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: base.checkpoint }))
-  }
+  await annotate(state, status, operator)
   await operator.boundary('evaluate')
   await operator.orWait(-1, () => evaluate(state, operator, { kind: 'base' }, status, true))
   return stage1(state, status, operator)
@@ -226,30 +208,38 @@ async function stage1(state: RunState, status: RunProgress, operator: RunOperato
  * from its base, this run annotates and makes its Stage 1 where its row needs them. A fork evaluates only what
  * it computes: the fork point's evaluations belong to the run it came from.
  */
-async function forked(state: RunState, status: RunProgress, operator: RunOperator): Promise<RunState> {
-  const { plan } = state
-  const row = ALGORITHMS[plan.algorithm]
-  const { rolloutQueue, trainQueue } = modelQueues(plan)
+async function forked(run: RunRef, plan: RunPlan, status: RunProgress, operator: RunOperator): Promise<RunState> {
+  const { trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
   await operator.boundary('fork')
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'fork' }])
   status.phase = 'fork'
   const copied = await operator.orWait(-1, () => trainQueue.fork({ run: current() }))
-  Object.assign(state, {
+  const state: RunState = {
+    run,
+    plan,
     iteration: copied.iteration,
     acting: copied.acting,
     reference: copied.reference,
     fixedAnalyzer: copied.stage1,
-  })
+    evaluations: status.evaluations,
+  }
   status.iteration = copied.iteration
   if (plan.fork?.at !== 'base') return state
-  if (needsLibrary(row) && !needsStage1(row)) {
-    await operator.boundary('annotate')
-    upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
-    status.phase = 'annotate'
-    await operator.orWait(-1, () => rolloutQueue.annotate({ run: current(), base: copied.base }))
-  }
+  await annotate(state, status, operator)
   return stage1(state, status, operator)
+}
+
+/** The skill library alone (no Stage 1) for rows that read it but start from the base: state.acting. */
+async function annotate(state: RunState, status: RunProgress, operator: RunOperator): Promise<void> {
+  const row = ALGORITHMS[state.plan.algorithm]
+  if (!needsLibrary(row) || needsStage1(row)) return
+  const { rolloutQueue } = modelQueues(state.plan)
+  await operator.boundary('annotate')
+  upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
+  status.phase = 'annotate'
+  const base = state.acting
+  await operator.orWait(-1, () => rolloutQueue.annotate({ run: operator.run as RunRef, base }))
 }
 
 /**

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { RolloutTrajectory, SkillRecord } from '../../activities/core/index.ts'
-import { iterationPlan, shardTasks } from '../../activities/core/plan.ts'
+import { iterationPlan } from '../../activities/core/plan.ts'
 import { decodeJsonlGz } from '../../activities/jsonl.ts'
 import type { PhaseManifest } from '../../activities/phase.ts'
 import { decodeRescore } from '../../activities/rescore-format.ts'
@@ -14,7 +14,7 @@ import { parseSkillLines } from '../../activities/skill-library.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
-import { microConfig } from '../activities/core/micro.ts'
+import { microConfig, plannedShardEpisodes, shardEpisodes } from '../activities/core/micro.ts'
 import { type PipelineHarness, startPipeline } from './pipeline-harness.ts'
 
 const BASE = `plan-base-${process.pid}`
@@ -71,14 +71,7 @@ describe('one iteration through Temporal follows the pure plan', () => {
     for (let shard = 0; shard < runPlan.shards; shard++) {
       const rolloutKey = keys.rollouts(RUN, 0, shard)
       const got = decodeJsonlGz(await store.get(rolloutKey), rolloutKey) as RolloutTrajectory[]
-      const groups = shardTasks(plan, shard, runPlan.shards)
-      assert.deepEqual(
-        got.map((t) => [t.id, t.group, t.task.seed]),
-        groups.flatMap((g) =>
-          Array.from({ length: plan.groupSize }, (_, s) => [g * plan.groupSize + s, g, plan.tasks[g]?.seed]),
-        ),
-        `rollout shard ${shard}`,
-      )
+      assert.deepEqual(shardEpisodes(got), plannedShardEpisodes(plan, shard, runPlan.shards), `rollout shard ${shard}`)
       trajectories.push(...got)
       const skillKey = keys.skills(RUN, 0, shard)
       for (const s of parseSkillLines((await store.get(skillKey)).toString('utf8'), skillKey))

@@ -11,6 +11,8 @@ import {
   type WarmstartResult,
   warmstart,
 } from '../../../activities/core/index.ts'
+import { type IterationPlan, shardTasks } from '../../../activities/core/plan.ts'
+import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
 import type { Engine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { type RunConfig, runConfig } from '../../../seed/config.ts'
@@ -99,4 +101,24 @@ export function microImportedConfig(
     prompt: { compact: true, compactGrids: true, historyWindow: 1, maxPromptTokens: 600, maxResponseTokens: 24 },
     stage2: { ...base.stage2, analyzer: { maxPromptTokens: 800, maxAnswerTokens: 12 } },
   })
+}
+
+/** A rollout shard's episodes as [id, group, task seed]. */
+export function shardEpisodes(trajectories: readonly RolloutTrajectory[]): Array<[number, number, number]> {
+  return trajectories.map((t) => [t.id, t.group, t.task.seed])
+}
+
+/** The episodes the plan gives one rollout shard: its groups' samples, numbered e = group · N + sample. */
+export function plannedShardEpisodes(
+  plan: IterationPlan,
+  shard: number,
+  shards: number,
+): Array<[number, number, number]> {
+  return shardTasks(plan, shard, shards).flatMap((g) =>
+    Array.from({ length: plan.groupSize }, (_, s): [number, number, number] => [
+      g * plan.groupSize + s,
+      g,
+      plan.tasks[g]?.seed ?? Number.NaN,
+    ]),
+  )
 }

@@ -10,6 +10,8 @@ export const TEST_ENV = {
   s3Bucket: 'SEEDFLOW_TEST_S3_BUCKET',
   stateDir: 'SEEDFLOW_TEST_STATE_DIR',
   serverPids: 'SEEDFLOW_TEST_SERVER_PIDS',
+  /** The fetched SmolLM2-135M-Instruct GGUF (infra/install-models.sh). */
+  model: 'SEEDFLOW_TEST_MODEL',
 } as const
 
 function required(name: string): string {

@@ -1,4 +1,5 @@
 import type { CheckpointFile } from '../store/keys.ts'
+import { chatTemplateOf } from './chat-template.ts'
 import { fromHuggingFaceConfig, type ModelConfig, toHuggingFaceConfig } from './config.ts'
 import { parameterSpecs } from './parameters.ts'
 import { decodeSafetensors, encodeSafetensors, fromFloat32, type RawTensor, toFloat32 } from './safetensors.ts'
@@ -21,6 +22,13 @@ export class CheckpointError extends Error {
 /** Tensors some exporters write that carry nothing we need (recomputed rotary tables). */
 const IGNORED_TENSOR = /\.rotary_emb\.inv_freq$/
 
+/**
+ * config.json key of a checkpoint whose prompts are the built-in model's plain `<|im_start|>` text `<|im_end|>`
+ * (it has no chat template). Any other folder without a chat template is refused at import, so an instruct
+ * model never silently gets a prompt format it was not trained on.
+ */
+export const BUILTIN_PROMPTS_KEY = 'seedflow_builtin_prompts'
+
 export type CheckpointFiles = Partial<Record<CheckpointFile, Uint8Array>>
 
 /** The files of a checkpoint folder, readable by Hugging Face transformers. */
@@ -34,6 +42,7 @@ export function encodeCheckpoint(checkpoint: Checkpoint): CheckpointFiles {
     eosIds: checkpoint.eosIds,
     ...(checkpoint.bosId === undefined ? {} : { bosId: checkpoint.bosId }),
   })
+  if (!chatTemplateOf(checkpoint.tokenizerConfig)) hfConfig[BUILTIN_PROMPTS_KEY] = true
   const files: CheckpointFiles = {
     'model.safetensors': encodeSafetensors(tensors, { format: 'pt' }),
     'config.json': json(hfConfig),

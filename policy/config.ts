@@ -18,6 +18,11 @@ export const ModelConfigSchema = z
     ropeTheta: z.number().positive(),
     maxPositions: z.number().int().positive(),
     qkvBias: z.boolean(),
+    /**
+     * A bias on the attention output projection (o_proj). transformers' Llama `attention_bias` means q, k, v
+     * *and* o biases; Qwen2 has q, k, v biases only.
+     */
+    outputBias: z.boolean().optional(),
     tieEmbeddings: z.boolean(),
     /**
      * A learned absolute position table added to the token embeddings, on top of rotary attention (built-in
@@ -124,8 +129,10 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
   if (scaling !== undefined && scaling !== null) {
     throw new ModelConfigError(`${source}: rope scaling ${JSON.stringify(scaling)} is not supported yet`)
   }
+  refuseUnimplemented(hf, modelType, source)
   const numHeads = num('num_attention_heads')
   const hiddenSize = num('hidden_size')
+  const attentionBias = modelType === 'llama' && hf.attention_bias === true
   const parsed = ModelConfigSchema.safeParse({
     family: modelType,
     vocabSize: num('vocab_size'),
@@ -138,7 +145,8 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
     rmsNormEps: num('rms_norm_eps'),
     ropeTheta: num('rope_theta', rope.rope_theta ?? 10000),
     maxPositions: num('max_position_embeddings'),
-    qkvBias: modelType === 'qwen2' ? true : hf.attention_bias === true,
+    qkvBias: modelType === 'qwen2' ? true : attentionBias,
+    ...(attentionBias ? { outputBias: true } : {}),
     tieEmbeddings: hf.tie_word_embeddings === true,
     ...(hf[LEARNED_POSITIONS_KEY] === true ? { learnedPositions: true } : {}),
   })
@@ -148,6 +156,34 @@ export function fromHuggingFaceConfig(hf: Record<string, unknown>, source = 'con
     )
   }
   return parsed.data
+}
+
+/**
+ * config.json fields whose value changes what transformers computes, with the values this model implements.
+ * Any other value is refused, naming the field: a Llama with `hidden_act: "gelu"` would otherwise import and give
+ * wrong logits. (Rope scaling is refused above.)
+ */
+const IMPLEMENTED: Record<string, { values: readonly unknown[] }> = {
+  hidden_act: { values: ['silu', undefined] },
+  mlp_bias: { values: [false, undefined] },
+  pretraining_tp: { values: [1, undefined, null] },
+  use_sliding_window: { values: [false, undefined, null] },
+  use_qk_norm: { values: [false, undefined, null] },
+  attention_dropout: { values: [0, undefined, null] },
+}
+
+function refuseUnimplemented(hf: Record<string, unknown>, modelType: string, source: string): void {
+  for (const [field, { values }] of Object.entries(IMPLEMENTED)) {
+    const value = hf[field]
+    if (!values.includes(value))
+      throw new ModelConfigError(
+        `${source}: ${field} ${JSON.stringify(value)} is not implemented by seedflow's ${modelType} model ` +
+          `(it implements ${values
+            .filter((v) => v !== undefined && v !== null)
+            .map((v) => JSON.stringify(v))
+            .join(' or ')})`,
+      )
+  }
 }
 
 /** The Hugging Face config.json that transformers loads for this model. */
@@ -176,13 +212,25 @@ export function toHuggingFaceConfig(
     // our own key: transformers ignores it (and the position table), so such a checkpoint is ours alone
     ...(c.learnedPositions ? { [LEARNED_POSITIONS_KEY]: true } : {}),
   }
+  if (c.family === 'qwen2' && c.outputBias)
+    throw new ModelConfigError('a Qwen2 model has no o_proj bias in transformers; this one has one')
   return c.family === 'qwen2'
     ? { architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', ...common, use_sliding_window: false }
     : {
         architectures: ['LlamaForCausalLM'],
         model_type: 'llama',
         ...common,
-        attention_bias: c.qkvBias,
+        attention_bias: llamaAttentionBias(c),
         mlp_bias: false,
       }
+}
+
+/** transformers' Llama has one switch for all four attention biases: a model with only some cannot be written. */
+function llamaAttentionBias(c: ModelConfig): boolean {
+  if (c.qkvBias !== (c.outputBias ?? false))
+    throw new ModelConfigError(
+      `a Llama model with ${c.qkvBias ? 'q/k/v biases but no o_proj bias' : 'an o_proj bias but no q/k/v biases'} ` +
+        'has no transformers config (attention_bias covers all four)',
+    )
+  return c.qkvBias
 }

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type ChatTemplate, chatTemplateOf } from './chat-template.ts'
-import { type Checkpoint, CheckpointError, weightsFromTensors } from './checkpoint.ts'
+import { BUILTIN_PROMPTS_KEY, type Checkpoint, CheckpointError, weightsFromTensors } from './checkpoint.ts'
 import { fromHuggingFaceConfig } from './config.ts'
 import { decodeSafetensors, type RawTensor } from './safetensors.ts'
 import { TextTokenizer } from './tokenizer.ts'
@@ -9,7 +9,7 @@ import { TextTokenizer } from './tokenizer.ts'
 export interface ImportedModel {
   checkpoint: Checkpoint
   tokenizer: TextTokenizer
-  /** The model's own chat template, when tokenizer_config.json has one. */
+  /** The model's chat template; undefined only for a seedflow built-in model's checkpoint (plain prompts). */
   chatTemplate?: ChatTemplate
 }
 
@@ -23,8 +23,11 @@ async function readJson(path: string, required: boolean): Promise<Record<string,
 }
 
 const INDEX_FILE = 'model.safetensors.index.json'
-/** Files read when present; config.json, tokenizer.json and the weights are required. */
-const OPTIONAL_FILES = ['tokenizer_config.json', 'generation_config.json'] as const
+/**
+ * Files read when present; config.json, tokenizer.json and the weights are required. transformers ≥ 5 writes the
+ * chat template to chat_template.jinja instead of tokenizer_config.json's `chat_template`.
+ */
+const OPTIONAL_FILES = ['tokenizer_config.json', 'chat_template.jinja', 'generation_config.json'] as const
 
 /** The weight files: the shards an index names (sorted), else the single model.safetensors. */
 async function weightFiles(dir: string): Promise<string[]> {
@@ -64,10 +67,21 @@ async function readTensors(dir: string): Promise<Map<string, RawTensor>> {
   return tensors
 }
 
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8')
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return undefined
+    throw new CheckpointError(`${path}: ${(error as Error).message}`)
+  }
+}
+
 /**
  * Imports a Hugging Face Llama / Qwen2 folder: config.json, safetensors (single or sharded), tokenizer.json,
- * and where present tokenizer_config.json (chat template, special tokens) and generation_config.json
- * (end-of-sequence ids).
+ * the chat template (chat_template.jinja, else tokenizer_config.json's `chat_template`), and where present
+ * tokenizer_config.json (special tokens) and generation_config.json (end-of-sequence ids). The template is kept
+ * in the checkpoint's tokenizer_config, so seedflow's own checkpoints and exports carry it. A folder without a
+ * chat template is refused, unless it is a seedflow built-in model's checkpoint (plain prompts).
  */
 export async function importHuggingFaceFolder(dir: string): Promise<ImportedModel> {
   const hf = (await readJson(join(dir, 'config.json'), true)) as Record<string, unknown>
@@ -75,16 +89,23 @@ export async function importHuggingFaceFolder(dir: string): Promise<ImportedMode
   const weights = weightsFromTensors(config, await readTensors(dir), dir)
   const tokenizerJson = (await readJson(join(dir, 'tokenizer.json'), true)) as object
   const tokenizerConfigFile = await readJson(join(dir, 'tokenizer_config.json'), false)
-  const tokenizerConfig = tokenizerConfigFile ?? {}
+  const templateFile = await readText(join(dir, 'chat_template.jinja'))
+  const tokenizerConfig: Record<string, unknown> | undefined =
+    templateFile === undefined ? tokenizerConfigFile : { ...tokenizerConfigFile, chat_template: templateFile }
+  const chatTemplate = chatTemplateOf(tokenizerConfig)
+  if (!chatTemplate && hf[BUILTIN_PROMPTS_KEY] !== true)
+    throw new CheckpointError(
+      `${dir}: the model has no chat template (neither chat_template.jinja nor a chat_template in ` +
+        'tokenizer_config.json); seedflow builds every prompt with it, so add the template the model was trained with',
+    )
   const generation = (await readJson(join(dir, 'generation_config.json'), false)) ?? {}
   const eosIds = idList(generation.eos_token_id ?? hf.eos_token_id)
-  const tokenizer = new TextTokenizer(tokenizerJson, tokenizerConfig, eosIds)
+  const tokenizer = new TextTokenizer(tokenizerJson, tokenizerConfig ?? {}, eosIds)
   const checkpoint: Checkpoint = { config, weights, tokenizerJson, eosIds: [...tokenizer.eosIds] }
-  if (tokenizerConfigFile) checkpoint.tokenizerConfig = tokenizerConfigFile
+  if (tokenizerConfig) checkpoint.tokenizerConfig = tokenizerConfig
   const bos = generation.bos_token_id ?? hf.bos_token_id
   if (typeof bos === 'number') checkpoint.bosId = bos
   const imported: ImportedModel = { checkpoint, tokenizer }
-  const chatTemplate = chatTemplateOf(tokenizerConfig)
   if (chatTemplate) imported.chatTemplate = chatTemplate
   return imported
 }

@@ -145,7 +145,7 @@ function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCac
   }
   const heads = op.Reshape(out, [0, 0, G, -1, D]) // (B, KV, G, T, D)
   const merged = op.Reshape(op.Transpose(heads, [0, 3, 1, 2, 4]), [0, 0, c.numHeads * D]) // (B, T, H·D)
-  return { hidden: linear(m, merged, `${p}.o_proj`, false), newK: kr, newV: v }
+  return { hidden: linear(m, merged, `${p}.o_proj`, c.outputBias ?? false), newK: kr, newV: v }
 }
 
 function mlp(m: Common, l: number, x: Value): Value {

@@ -28,6 +28,7 @@ export function parameterSpecs(c: ModelConfig): ParameterSpec[] {
     specs.push({ name: `${p}.self_attn.v_proj.weight`, shape: [kv, C], init: 'normal' })
     if (c.qkvBias) specs.push({ name: `${p}.self_attn.v_proj.bias`, shape: [kv], init: 'zeros' })
     specs.push({ name: `${p}.self_attn.o_proj.weight`, shape: [C, q], init: 'normal' })
+    if (c.outputBias) specs.push({ name: `${p}.self_attn.o_proj.bias`, shape: [C], init: 'zeros' })
     specs.push({ name: `${p}.post_attention_layernorm.weight`, shape: [C], init: 'ones' })
     specs.push({ name: `${p}.mlp.gate_proj.weight`, shape: [c.intermediateSize, C], init: 'normal' })
     specs.push({ name: `${p}.mlp.up_proj.weight`, shape: [c.intermediateSize, C], init: 'normal' })

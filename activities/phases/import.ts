@@ -72,7 +72,7 @@ export const importPhase: PhaseDef<{ run: RunRef }, ImportedModelConfig, StageSu
         let imported: Awaited<ReturnType<typeof importHuggingFaceFolder>>
         try {
           imported = await importHuggingFaceFolder(folder)
-          checkpointCodec(imported.checkpoint) // every phase needs prompts: no chat template and no ChatML tokens fails here
+          checkpointCodec(imported.checkpoint) // every phase needs prompts: a template the tokenizer cannot encode fails here
         } catch (error) {
           throw fatal(`model.folder ${folder}: ${(error as Error).message}`, 'ModelImportError')
         }

@@ -1,11 +1,12 @@
 // Against an independent implementation: transformers 5.24 / PyTorch 2.15 fixtures written by
 // test/fixtures/reference/make_fixtures.py (random-weight tiny Llama and Qwen2, a fixed batch, logits, the mean
-// next-token cross-entropy and every parameter's gradient).
+// next-token cross-entropy and every parameter's gradient). llama-bias has attention_bias: q, k, v and o_proj biases.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { createLocalEngine } from '../../engine/index.ts'
+import { encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
 import { IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
@@ -24,7 +25,7 @@ async function loadExpected(family: string) {
   return { tensors, rows, B, T }
 }
 
-for (const family of ['llama', 'qwen2']) {
+for (const family of ['llama', 'qwen2', 'llama-bias']) {
   describe(`${family}: seedflow vs transformers`, () => {
     const engine = createLocalEngine({ threads: 1 })
     after(() => engine.close())
@@ -86,3 +87,18 @@ for (const family of ['llama', 'qwen2']) {
     })
   })
 }
+
+describe('attention_bias round trip', () => {
+  it('writes back exactly the tensors and config transformers wrote for a Llama with attention_bias', async () => {
+    const { checkpoint } = await importHuggingFaceFolder(fixture('llama-bias'))
+    assert.equal(checkpoint.config.qkvBias, true)
+    assert.equal(checkpoint.config.outputBias, true)
+    const files = encodeCheckpoint(checkpoint)
+    const ours = decodeSafetensors(files['model.safetensors'] as Uint8Array).tensors
+    const theirs = decodeSafetensors(await readFile(fixture('llama-bias', 'model.safetensors'))).tensors
+    assert.deepEqual([...ours.keys()].sort(), [...theirs.keys()].sort())
+    for (const [name, t] of theirs) assert.deepEqual(toFloat32(ours.get(name) as RawTensor), toFloat32(t), name)
+    const config = JSON.parse(Buffer.from(files['config.json'] as Uint8Array).toString('utf8'))
+    assert.equal(config.attention_bias, true)
+  })
+})

@@ -221,6 +221,7 @@ function decoderFor(type: number): BlockDecoder | undefined {
   return name !== undefined && Object.hasOwn(DECODERS, name) ? DECODERS[name as DequantizableType] : undefined
 }
 
+/** Whether `dequantize` reads ggml type id `type`. */
 export function canDequantize(type: number): boolean {
   return decoderFor(type) !== undefined
 }

@@ -3,6 +3,7 @@ import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
+import { importCommand } from './import-command.ts'
 import { addOperatorCommands } from './operator-cli.ts'
 import { runCommand } from './run-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
@@ -101,6 +102,16 @@ program
   .action(async (checkpoint, options) => {
     await evalCommand(checkpoint, options)
   })
+
+program
+  .command('import')
+  .description(
+    'convert a llama.cpp GGUF file (llama, qwen2; F32 … Q6_K tensors, byte-level BPE tokenizer) or a Hugging Face ' +
+      'folder into a checkpoint folder that seedflow and transformers read (float32 weights, tokenizer, chat template)',
+  )
+  .argument('<source>', 'a .gguf file or a Hugging Face model folder')
+  .requiredOption('--out <folder>', 'the folder to write (must not exist)')
+  .action(importCommand)
 
 program
   .command('worker')

@@ -42,7 +42,7 @@ export function samplingParams(
   const room = limits.context - promptTokens
   if (room < 1)
     throw badRequest(
-      `the prompt has ${promptTokens} tokens; this server's context is ${limits.context} tokens ` +
+      `the prompt has ${promptTokens} tokens; the context is ${limits.context} tokens ` +
         '(prompt + max_tokens ≤ context), so at most ' +
         `${limits.context - 1} prompt tokens fit`,
       'messages',
@@ -51,7 +51,7 @@ export function samplingParams(
   const maxTokens = raw.max_tokens ?? room
   if (promptTokens + maxTokens > limits.context)
     throw badRequest(
-      `prompt of ${promptTokens} tokens + max_tokens ${maxTokens} exceed this server's context of ` +
+      `prompt of ${promptTokens} tokens + max_tokens ${maxTokens} exceed the context of ` +
         `${limits.context} tokens (prompt + max_tokens ≤ context; at most ${room} new tokens for this prompt)`,
       'max_tokens',
       'context_length_exceeded',

@@ -1,9 +1,7 @@
 // `seedflow eval`: evaluates one checkpoint (a folder, a store key, or a run's iteration) on held-out tasks
 // without a Temporal server, through the same core `evaluate` as the `evaluate` activity, and prints a table
 // whose numbers are the JSON's.
-import { stat, writeFile } from 'node:fs/promises'
-import { resolve } from 'node:path'
-import { loadCheckpoint } from '../activities/checkpoint-store.ts'
+import { writeFile } from 'node:fs/promises'
 import {
   type Estimate,
   type EvaluationAggregates,
@@ -16,15 +14,14 @@ import {
 import { readSkillLibrary } from '../activities/skill-library.ts'
 import { createLocalEngine } from '../engine/index.ts'
 import { localPaths } from '../infra/local-stack.ts'
-import type { Checkpoint } from '../policy/checkpoint.ts'
-import { importHuggingFaceFolder } from '../policy/hf-import.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
-import { ENV_STEP_CAPS, type PromptSettings, RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { ENV_STEP_CAPS, type PromptSettings, RUN_ENV_NAMES, type RunEnvName } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
-import { RunInputError, recordedRunConfig, runCheckpoint } from './run-checkpoint.ts'
+import { type CheckpointSource, describeSource, resolveCheckpoint } from './checkpoint-source.ts'
+import { RunInputError } from './run-checkpoint.ts'
 
 export const EVAL_SPLITS = ['validation', 'test-seen', 'test-unseen'] as const
 type EvalSplit = (typeof EVAL_SPLITS)[number]
@@ -47,14 +44,7 @@ export interface EvalOptions {
 export const EvalInputError = RunInputError
 
 /** Where the evaluated checkpoint came from, as the JSON records it. */
-export interface EvalCheckpointSource {
-  kind: 'folder' | 'store'
-  /** The folder (absolute) or the store key prefix (ending in '/'). */
-  location: string
-  /** The run and the `--iteration` value, when the checkpoint belongs to a run. */
-  run?: string
-  iteration?: string
-}
+export type EvalCheckpointSource = CheckpointSource
 
 export interface EvalReport {
   checkpoint: EvalCheckpointSource
@@ -73,13 +63,6 @@ export interface EvalReport {
   seconds: number
 }
 
-interface Resolved {
-  source: EvalCheckpointSource
-  load(): Promise<Checkpoint>
-  /** The run's id and validated config when the checkpoint belongs to a run. */
-  run?: { id: string; config: RunConfig }
-}
-
 /** `<from>:<to>`, half-open: `0:100` is seeds 0 … 99. */
 export function parseSeedRange(text: string): { from: number; to: number } {
   const m = /^(\d+):(\d+)$/.exec(text.trim())
@@ -91,64 +74,6 @@ export function parseSeedRange(text: string): { from: number; to: number } {
     )
   }
   return { from, to }
-}
-
-async function isFolder(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory()
-  } catch {
-    return false
-  }
-}
-
-/** The run id of a key under runs/<id>/, if any. */
-function runOfKey(key: string): string | undefined {
-  return /^runs\/([^/]+)\//.exec(key)?.[1]
-}
-
-async function resolveCheckpoint(
-  checkpoint: string | undefined,
-  options: EvalOptions,
-  store: () => ArtifactStore,
-): Promise<Resolved> {
-  if (options.run !== undefined) {
-    if (checkpoint !== undefined)
-      throw new EvalInputError('give either a checkpoint (folder or key) or --run <id> --iteration <k>, not both')
-    const s = store()
-    const config = await recordedRunConfig(s, options.run)
-    const iteration = options.iteration ?? 'final'
-    const { prefix } = await runCheckpoint(s, options.run, config, iteration)
-    return {
-      source: { kind: 'store', location: prefix, run: options.run, iteration },
-      load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,
-      run: { id: options.run, config },
-    }
-  }
-  if (options.iteration !== undefined) throw new EvalInputError('--iteration needs --run <id>')
-  if (checkpoint === undefined)
-    throw new EvalInputError('give a checkpoint (a folder or a store key ending in checkpoint/) or --run <id>')
-  if (await isFolder(checkpoint)) {
-    const dir = resolve(checkpoint)
-    return {
-      source: { kind: 'folder', location: dir },
-      load: async () => (await importHuggingFaceFolder(dir)).checkpoint,
-    }
-  }
-  const prefix = checkpoint.endsWith('/') ? checkpoint : `${checkpoint}/`
-  if (!/(^|\/)checkpoint(\.attempt-\d+)?\/$/.test(prefix))
-    throw new EvalInputError(
-      `no checkpoint ${JSON.stringify(checkpoint)}: not a folder, and not a store key ending in checkpoint/`,
-    )
-  const s = store()
-  if (!(await s.head(`${prefix}model.safetensors`)))
-    throw new EvalInputError(`no checkpoint at ${prefix} in ${s.location} (${prefix}model.safetensors is missing)`)
-  const runId = runOfKey(prefix)
-  const resolved: Resolved = {
-    source: { kind: 'store', location: prefix, ...(runId ? { run: runId } : {}) },
-    load: async () => (await loadCheckpoint(s, { prefix, sha256: '' })).checkpoint,
-  }
-  if (runId) resolved.run = { id: runId, config: await recordedRunConfig(s, runId) }
-  return resolved
 }
 
 /** Prompt settings and step cap of a checkpoint outside any run: the env's preset for its kind of model. */
@@ -265,9 +190,7 @@ export async function evalCommand(
       ? await readSkillLibrary(storeOnce(), resolved.run.id, rowName as string)
       : null
 
-  const where = resolved.source.run
-    ? `run ${resolved.source.run}${resolved.source.iteration ? ` iteration ${resolved.source.iteration}` : ''} (${resolved.source.location})`
-    : resolved.source.location
+  const where = describeSource(resolved.source)
   io.err(
     `seedflow: evaluating ${where} on ${envName} ${split}, seeds ${seeds.from}:${seeds.to} (${tasks} tasks), ` +
       `temperature ${options.temperature}, ${library ? `library skills of row ${rowName}` : 'no skill in the prompt'}; ` +

@@ -1,11 +1,14 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
+import { chatCommand } from './chat-command.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
 import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
+import { generateCommand } from './generate-command.ts'
 import { importCommand } from './import-command.ts'
 import { addOperatorCommands } from './operator-cli.ts'
 import { runCommand } from './run-command.ts'
+import { SERVE_DEFAULTS, serveCommand } from './serve-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 import { registerStoreCommands } from './store-commands.ts'
 import { parseExecutionProvider, WORKER_ROLES, workerCommand } from './worker-command.ts'
@@ -101,6 +104,104 @@ program
   .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core; 1 is bit-reproducible)', positiveInt)
   .action(async (checkpoint, options) => {
     await evalCommand(checkpoint, options)
+  })
+
+const CHECKPOINT_ARGUMENT =
+  'a checkpoint folder (ours or a Hugging Face one), or a store key prefix ending in checkpoint/'
+const RUN_OPTION = ['--run <id>', "a run's checkpoint (with --iteration)"] as const
+const ITERATION_OPTION = ['--iteration <k>', 'with --run: iteration k, base, stage1 or final (default final)'] as const
+
+function nonNegativeNumber(value: string): number {
+  const n = Number(value)
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`not a non-negative number: ${value}`)
+  return n
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value]
+}
+
+program
+  .command('generate')
+  .description('complete a prompt with a checkpoint (the plain policy), writing the text as it is sampled')
+  .argument('[checkpoint]', CHECKPOINT_ARGUMENT)
+  .option(...RUN_OPTION)
+  .option(...ITERATION_OPTION)
+  .requiredOption('--prompt <text>', 'the text to complete')
+  .option('--chat', "render the prompt as one user turn through the model's chat template")
+  .option('--max-tokens <n>', 'new tokens at most (default: what the context leaves)', positiveInt)
+  .option('--temperature <t>', 'sampling temperature; 0 = greedy', nonNegativeNumber, 0)
+  .option('--top-p <p>', 'nucleus mass in (0, 1]', positiveNumber)
+  .option('--seed <n>', 'sampling seed', nonNegativeInt)
+  .option('--stop <text>', 'a stop string (repeatable)', collect)
+  .option('--context <n>', "cache slots: prompt + new tokens (default min(2048, the model's positions))", positiveInt)
+  .option('--json', 'print {text, prompt_token_ids, token_ids, finish_reason} instead of the text')
+  .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core)', positiveInt)
+  .action(async (checkpoint, options) => {
+    await generateCommand(checkpoint, options)
+  })
+
+program
+  .command('chat')
+  .description(
+    'chat with a checkpoint through its chat template: each line is a user turn, the reply streams as it is sampled; /reset, /exit, Ctrl-C',
+  )
+  .argument('[checkpoint]', CHECKPOINT_ARGUMENT)
+  .option(...RUN_OPTION)
+  .option(...ITERATION_OPTION)
+  .option('--system <text>', 'a system message')
+  .option('--max-tokens <n>', 'new tokens per reply at most', positiveInt, 256)
+  .option('--temperature <t>', 'sampling temperature; 0 = greedy', nonNegativeNumber, 0.7)
+  .option('--top-p <p>', 'nucleus mass in (0, 1]', positiveNumber)
+  .option('--seed <n>', 'sampling seed (each turn draws its own stream from it)', nonNegativeInt)
+  .option('--context <n>', "cache slots: conversation + reply (default min(2048, the model's positions))", positiveInt)
+  .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core)', positiveInt)
+  .action(async (checkpoint, options) => {
+    await chatCommand(checkpoint, options)
+  })
+
+program
+  .command('serve')
+  .description(
+    'serve a checkpoint (the plain policy) over an OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions ' +
+      'and /v1/completions (streaming too), GET /metrics; concurrent requests share one decode batch',
+  )
+  .argument('[checkpoint]', CHECKPOINT_ARGUMENT)
+  .option(...RUN_OPTION)
+  .option(...ITERATION_OPTION)
+  .option('--host <address>', 'address to listen on', SERVE_DEFAULTS.host)
+  .option('--port <port>', 'port (0 = any free one)', parsePort, SERVE_DEFAULTS.port)
+  .option(
+    '--served-model-name <name>',
+    "the model name clients send (default: the folder's name, or <run>/<iteration>)",
+  )
+  .option(
+    '--batch-rows <n>',
+    'sequences decoded at once (a request with n choices takes n)',
+    positiveInt,
+    SERVE_DEFAULTS.batchRows,
+  )
+  .option(
+    '--context <n>',
+    "cache slots per row: prompt + max_tokens (default min(2048, the model's positions))",
+    positiveInt,
+  )
+  .option(
+    '--max-queue <n>',
+    'requests waiting for rows at most; beyond, 429 with Retry-After',
+    positiveInt,
+    SERVE_DEFAULTS.maxQueue,
+  )
+  .option('--max-body-bytes <n>', 'largest request body; beyond, 413', positiveInt, SERVE_DEFAULTS.maxBodyBytes)
+  .option(
+    '--grace-period <seconds>',
+    'on SIGTERM, how long in-flight requests may finish before they fail',
+    nonNegativeNumber,
+    SERVE_DEFAULTS.gracePeriod,
+  )
+  .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core)', positiveInt)
+  .action(async (checkpoint, options) => {
+    await serveCommand(checkpoint, options)
   })
 
 program

@@ -200,7 +200,8 @@ export type DecodeSampling = 'logprobs' | 'in-graph'
 
 /**
  * Decode: run Tq new tokens per sequence against a fixed-capacity cache of S slots (slots with
- * cache_valid = 0 are ignored). Prefill is Tq = prompt length with an empty cache; a step is Tq = 1.
+ * cache_valid = 0 are ignored), each row at its own inverse temperature (B). Prefill is Tq = prompt length
+ * with an empty cache; a step is Tq = 1.
  * Outputs the next token's distribution at the last position (see DecodeSampling) and each layer's new keys
  * (B, KV, D, Tq) and values (B, KV, Tq, D), which the caller writes into its cache.
  */
@@ -213,7 +214,8 @@ export function buildDecodeGraph(
   const graph = new Graph(`${options.prefill ? 'prefill' : 'decode'}-${sampling}`)
   const op = createBuilder(graph)
   const m = declare(op, c, dtype, 'T')
-  const invTemperature = op.input(IO.invTemperature, dtype, [])
+  // one temperature per row: a decode batch holds sequences sampled at different temperatures
+  const invTemperature = op.Reshape(op.input(IO.invTemperature, dtype, ['B']), [-1, 1, 1]) // (B, 1, 1)
   // prefill starts from an empty cache: attending only among the prompt tokens skips S masked slots per query
   let caches: Array<LayerCache & { mask: Value }> | undefined
   if (!options.prefill) {

@@ -14,14 +14,19 @@ export interface SeedflowResult {
   lines: { at: number; text: string }[]
 }
 
-/** `onLine`: called with each stdout line as it comes, and a way to signal the process (Ctrl-C tests). */
+/**
+ * `onLine`: called with each stdout line as it comes, and a way to signal the process (Ctrl-C tests).
+ * `input`: written to stdin, which is then closed (a pipe, as when a script drives the command).
+ */
 export function seedflow(
   args: string[],
   env: NodeJS.ProcessEnv,
   onLine?: (text: string, signal: (name: NodeJS.Signals) => void) => void,
+  input?: string,
 ): Promise<SeedflowResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
+    if (input !== undefined) child.stdin.end(input)
     let out = ''
     let err = ''
     let partial = ''

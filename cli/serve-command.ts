@@ -1,0 +1,86 @@
+// `seedflow serve <checkpoint>`: the plain policy behind an OpenAI-compatible HTTP server until SIGTERM or
+// Ctrl-C, then a graceful shutdown: new requests get 503, in-flight ones have the grace period to finish, the
+// rest fail with an error, and the process exits 0.
+import { basename } from 'node:path'
+import { createLocalEngine } from '../engine/index.ts'
+import {
+  DEFAULT_BATCH_ROWS,
+  DEFAULT_CONTEXT,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_QUEUE,
+  serveCheckpoint,
+} from '../serve/index.ts'
+import { type CheckpointSource, describeSource, resolveCheckpoint } from './checkpoint-source.ts'
+import { type CommandIo, lazyStore, STDIO } from './generate-command.ts'
+import { RunInputError } from './run-checkpoint.ts'
+
+export interface ServeCommandOptions {
+  run?: string
+  iteration?: string
+  host: string
+  port: number
+  servedModelName?: string
+  batchRows: number
+  context?: number
+  maxQueue: number
+  maxBodyBytes: number
+  gracePeriod: number
+  threads?: number
+}
+
+export const SERVE_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8000,
+  batchRows: DEFAULT_BATCH_ROWS,
+  maxQueue: DEFAULT_MAX_QUEUE,
+  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  gracePeriod: 30,
+} as const
+
+/** The model name clients use: the flag, else the folder's name, else the run and iteration, else the key. */
+function modelName(source: CheckpointSource, flag: string | undefined): string {
+  if (flag) return flag
+  if (source.kind === 'folder') return basename(source.location)
+  if (source.run && source.iteration) return `${source.run}/${source.iteration}`
+  return source.location.replace(/\/$/, '')
+}
+
+export async function serveCommand(
+  checkpoint: string | undefined,
+  options: ServeCommandOptions,
+  io: CommandIo = STDIO,
+): Promise<void> {
+  const resolved = await resolveCheckpoint(checkpoint, options, lazyStore())
+  const ckpt = await resolved.load()
+  const context = options.context ?? Math.min(DEFAULT_CONTEXT, ckpt.config.maxPositions)
+  if (context > ckpt.config.maxPositions)
+    throw new RunInputError(`--context ${context} exceeds the model's ${ckpt.config.maxPositions} positions`)
+  const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
+  const name = modelName(resolved.source, options.servedModelName)
+  const serving = await serveCheckpoint(engine, ckpt, {
+    name,
+    host: options.host,
+    port: options.port,
+    rows: options.batchRows,
+    context,
+    maxQueue: options.maxQueue,
+    maxBodyBytes: options.maxBodyBytes,
+  }).catch(async (error: unknown) => {
+    await engine.close()
+    throw error
+  })
+  io.out(
+    `seedflow: serving ${name} (${describeSource(resolved.source)}) at ${serving.url}/v1 ` +
+      `(GET /v1/models, POST /v1/chat/completions, /v1/completions; GET /metrics); ` +
+      `${options.batchRows} rows of ${context} tokens, queue ${options.maxQueue}; SIGTERM or Ctrl-C stops it\n`,
+  )
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => resolve(s))
+  })
+  io.err(
+    `seedflow: ${signal}: no new requests; in-flight ones have ${options.gracePeriod} s to finish (--grace-period)\n`,
+  )
+  await serving.close(options.gracePeriod * 1000)
+  await engine.close()
+  io.err('seedflow: stopped\n')
+}

@@ -1,0 +1,226 @@
+// The OpenAI-compatible HTTP server (node:http): GET /v1/models, POST /v1/chat/completions and /v1/completions
+// (whole or as server-sent events), GET /metrics and /health. Bodies and the queue are bounded; errors are
+// OpenAI's shape with their status; `close` stops accepting (503), lets in-flight requests finish for a grace
+// period, fails the rest (an error event on a stream, a 503 otherwise) and closes the listener.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { chatEndpoint, completionEndpoint, type Endpoint, type Limits, UnknownModel } from './endpoints.ts'
+import { ApiError, RETRY_AFTER_SECONDS } from './errors.ts'
+import { type ChoiceDelta, generationJobs } from './generation.ts'
+import type { ServeMetrics } from './metrics.ts'
+import type { Scheduler } from './scheduler.ts'
+import type { ServedModel } from './served-model.ts'
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+export interface ServerOptions {
+  host?: string
+  port?: number
+  maxBodyBytes?: number
+}
+
+export interface RunningServer {
+  url: string
+  host: string
+  port: number
+  /** Stops accepting, gives in-flight requests `graceMs` to finish, fails the rest, closes the listener. */
+  close(graceMs: number): Promise<void>
+}
+
+const ENDPOINTS: Record<string, (model: ServedModel, body: unknown, limits: Limits) => Endpoint> = {
+  '/v1/chat/completions': chatEndpoint,
+  '/v1/completions': completionEndpoint,
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length'])
+  const tooLarge = () =>
+    new ApiError(
+      413,
+      `request body over ${limit} bytes (--max-body-bytes)`,
+      'invalid_request_error',
+      null,
+      'body_too_large',
+    )
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge()
+  let size = 0
+  const chunks: Buffer[] = []
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > limit) throw tooLarge()
+    chunks.push(chunk as Buffer)
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
+  } catch (error) {
+    throw new ApiError(400, `the body is not JSON: ${(error as Error).message}`, 'invalid_request_error')
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return
+  const text = JSON.stringify(body)
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers })
+  res.end(text)
+}
+
+function sendError(res: ServerResponse, error: ApiError): void {
+  sendJson(res, error.status, error.body(), error.headers)
+}
+
+function asApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error
+  if (error instanceof UnknownModel)
+    return new ApiError(404, error.message, 'invalid_request_error', 'model', 'model_not_found')
+  return new ApiError(500, `internal error: ${(error as Error).message}`, 'server_error')
+}
+
+export async function startServer(
+  model: ServedModel,
+  scheduler: Scheduler,
+  metrics: ServeMetrics,
+  options: ServerOptions = {},
+): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1'
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const limits: Limits = { context: scheduler.capacity, rows: scheduler.rows }
+  let closing = false
+
+  const generate = async (res: ServerResponse, endpoint: Endpoint): Promise<number> => {
+    const deltas: ChoiceDelta[] = []
+    let gone = false
+    res.on('close', () => {
+      if (!res.writableEnded) gone = true
+    })
+    const write = (chunk: object) => res.write(`data: ${JSON.stringify(chunk)}\n\n`)
+    return new Promise<number>((resolve) => {
+      let completionTokens = () => 0
+      const finished = (status: number) => resolve(status)
+      const generation = generationJobs(model, endpoint.prompt, endpoint.params, {
+        delta(d) {
+          if (gone) return
+          if (endpoint.stream) write(endpoint.chunk(d))
+          else deltas.push(d)
+        },
+        done() {
+          if (endpoint.stream) {
+            if (endpoint.includeUsage) write(endpoint.usageChunk(completionTokens()))
+            res.end('data: [DONE]\n\n')
+          } else sendJson(res, 200, endpoint.response(deltas, completionTokens()))
+          finished(200)
+        },
+      })
+      completionTokens = generation.completionTokens
+      scheduler.submit({
+        jobs: generation.jobs,
+        cancelled: () => gone,
+        onFail(error) {
+          if (endpoint.stream) {
+            write(error.body())
+            res.end('data: [DONE]\n\n')
+          } else sendError(res, error)
+          finished(error.status)
+        },
+      })
+      // admitted to the queue: a stream starts now, so that a client sees its request was taken
+      if (endpoint.stream) {
+        res.writeHead(200, {
+          'Content-Type': 'text/event-stream',
+          'Cache-Control': 'no-cache',
+          Connection: 'keep-alive',
+        })
+        res.flushHeaders() // the client sees its request was taken before the first token
+        for (const chunk of endpoint.opening()) write(chunk)
+      }
+      res.on('close', () => {
+        if (gone) finished(499)
+      })
+    })
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
+    const path = (req.url ?? '/').split('?')[0] as string
+    if (req.method === 'GET' && path === '/metrics') {
+      const text = await metrics.registry.metrics()
+      res.writeHead(200, { 'Content-Type': metrics.registry.contentType })
+      res.end(text)
+      return ['/metrics', 200]
+    }
+    if (req.method === 'GET' && path === '/health') {
+      sendJson(res, closing ? 503 : 200, { status: closing ? 'shutting down' : 'ok' })
+      return ['/health', closing ? 503 : 200]
+    }
+    if (req.method === 'GET' && (path === '/v1/models' || path.startsWith('/v1/models/'))) {
+      const card = {
+        id: model.id,
+        object: 'model',
+        created: model.created,
+        owned_by: 'seedflow',
+        max_model_len: limits.context,
+      }
+      if (path === '/v1/models') {
+        sendJson(res, 200, { object: 'list', data: [card] })
+        return ['/v1/models', 200]
+      }
+      const name = decodeURIComponent(path.slice('/v1/models/'.length))
+      if (name !== model.id) throw new UnknownModel(name, model.id)
+      sendJson(res, 200, card)
+      return ['/v1/models', 200]
+    }
+    const make = ENDPOINTS[path]
+    if (!make) throw new ApiError(404, `no route ${req.method} ${path}`, 'invalid_request_error', null, 'not_found')
+    if (req.method !== 'POST')
+      throw new ApiError(
+        405,
+        `${path} takes POST, got ${req.method}`,
+        'invalid_request_error',
+        null,
+        'method_not_allowed',
+      )
+    if (closing)
+      throw new ApiError(503, 'the server is shutting down', 'server_error', null, 'shutting_down', {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      })
+    const endpoint = make(model, await readBody(req, limit), limits)
+    return [path, await generate(res, endpoint)]
+  }
+
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] as string
+    handle(req, res)
+      .then(([route, status]) => metrics.requests.inc({ endpoint: route, status: String(status) }))
+      .catch((error: unknown) => {
+        const api = asApiError(error)
+        if (api.status === 413) res.setHeader('Connection', 'close')
+        sendError(res, api)
+        metrics.requests.inc({ endpoint: ENDPOINTS[path] ? path : 'other', status: String(api.status) })
+        // a body left unread past the limit: close the connection once the error is out
+        if (api.status === 413) res.on('finish', () => req.destroy())
+      })
+  })
+  server.keepAliveTimeout = 5000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const { port } = server.address() as AddressInfo
+  const shown = host.includes(':') ? `[${host}]` : host
+  return {
+    url: `http://${shown}:${port}`,
+    host,
+    port,
+    async close(graceMs: number) {
+      closing = true
+      const closed = new Promise<void>((resolve) => server.once('close', () => resolve()))
+      server.close() // no new connections; open ones end as their requests do
+      await scheduler.close(graceMs)
+      server.closeIdleConnections()
+      const t = setTimeout(() => server.closeAllConnections(), 1000)
+      await closed
+      clearTimeout(t)
+    },
+  }
+}

@@ -2,7 +2,7 @@
 // the test servers (its own S3 prefix, a one-thread engine, phase counters), a client, and readers of what a
 // run left in the store.
 import { Client, Connection } from '@temporalio/client'
-import { type ActivityInterceptorsFactory, DefaultLogger, Runtime } from '@temporalio/worker'
+import { type ActivityInterceptorsFactory, DefaultLogger, type Logger, Runtime } from '@temporalio/worker'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
 import type { AlgorithmRow } from '../../seed/algorithms.ts'
@@ -27,13 +27,13 @@ export interface PipelineHarness {
 
 /**
  * Workers for all three task queues (2 episodes per rollout shard), storing under `prefix`; `activityInterceptors`
- * inside the worker's own (tests that make activities fail).
+ * inside the worker's own (tests that make activities fail); `logger` the SDK's (tests that read the logs).
  */
 export async function startPipeline(
   prefix: string,
-  options: { activityInterceptors?: ActivityInterceptorsFactory[] } = {},
+  options: { activityInterceptors?: ActivityInterceptorsFactory[]; logger?: Logger } = {},
 ): Promise<PipelineHarness> {
-  Runtime.install({ logger: new DefaultLogger('WARN') })
+  Runtime.install({ logger: options.logger ?? new DefaultLogger('WARN') })
   const { temporalAddress } = testServers()
   const store = testS3Store(prefix)
   const engine = createLocalEngine({ threads: 1 })

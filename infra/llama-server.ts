@@ -52,6 +52,7 @@ export interface LlamaServerOptions {
   port?: number
   /** Context tokens per request. */
   nCtx?: number
+  /** Compute threads (default 1: on a busy machine llama.cpp's spinning OpenMP threads slow each other down). */
   threads?: number
   /** When set, the server refuses requests without `Authorization: Bearer <apiKey>`. */
   apiKey?: string
@@ -92,7 +93,7 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Lla
     '--n_ctx',
     String(options.nCtx ?? 2048),
     '--n_threads',
-    String(options.threads ?? 2),
+    String(options.threads ?? 1),
     '--n_gpu_layers',
     '0',
     '--verbose',

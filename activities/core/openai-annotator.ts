@@ -86,7 +86,7 @@ export function readApiKey(name: string, env: NodeJS.ProcessEnv = process.env): 
   if (value === undefined || value === '') {
     throw new AnnotatorConfigError(
       `stage1.annotator.apiKeyEnv names ${name}, which is not set in this worker's environment: ` +
-        `set ${name} where the rollout workers run (any non-empty value for a server without keys)`,
+        `set ${name} for the workers that annotate (rollout: annotate; train: stage1); any non-empty value for a server without keys`,
     )
   }
   return value
@@ -135,7 +135,7 @@ export function openaiAnnotator(settings: OpenAIAnnotatorConfig, deps: OpenAIAnn
         organization: null,
         project: null,
         maxRetries: 0, // retried below, where each retry is counted and Retry-After is capped
-        timeout: settings.timeoutSeconds * 1000,
+        timeout: Math.max(1, Math.round(settings.timeoutSeconds * 1000)),
         logLevel: 'off',
       })
       const stats: AnnotatorStats = {

@@ -235,6 +235,10 @@ for (const server of SERVERS) {
     it('behind a faulty proxy: the failures are counted and Stage 1 still finishes', async () => {
       const { stats, skills } = await stage1Through(`annot-faulty-${process.pid}`, proxy.baseUrl)
       assert.ok(faults.failing.size === 1 && faults.garbled.size === 1, 'the proxy injected its faults')
+      assert.ok(
+        proxy.seen.every((r) => r.authorization === `Bearer ${KEY}`),
+        'the key went out with every request (and only there)',
+      )
       const failed = (s: SkillRecord) => s.failure?.code === 'request-failed'
       for (const s of skills) {
         assert.equal(failed(s), faults.failing.has(s.prompt), `trajectory ${s.trajectory}: request failure`)

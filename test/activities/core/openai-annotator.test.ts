@@ -6,6 +6,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { ApplicationFailure } from '@temporalio/common'
 import type { AnnotationRequest } from '../../../activities/core/annotator.ts'
 import { annotateStage1, type Policy } from '../../../activities/core/index.ts'
 import {
@@ -17,6 +18,7 @@ import {
   type StoredReply,
 } from '../../../activities/core/openai-annotator.ts'
 import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
+import { classifyFailure, NON_RETRYABLE_TYPES } from '../../../activities/failures.ts'
 import { annotation } from '../../../activities/phases/annotate.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import { type OpenAIAnnotatorConfig, parseRunConfig, type RunConfig } from '../../../seed/config.ts'
@@ -205,6 +207,15 @@ describe('the OpenAI-compatible annotator', () => {
         return true
       },
     )
+  })
+
+  it('makes a missing variable and a refused key final failures of the activity', () => {
+    for (const error of [new AnnotatorConfigError('no variable'), new AnnotatorAuthError('refused')]) {
+      const failure = classifyFailure('annotate', error)
+      assert.ok(failure instanceof ApplicationFailure && failure.nonRetryable, error.name)
+      assert.equal(failure.type, error.name)
+      assert.ok(NON_RETRYABLE_TYPES.includes(error.name))
+    }
   })
 
   it('refuses to start without the variable, naming it, before any request', async () => {

@@ -256,7 +256,9 @@ for (const server of SERVERS) {
     it('no log, stored object, manifest or workflow history holds the key', async () => {
       assert.ok(runs.length === 2, 'both runs ran')
       const found: string[] = []
-      for (const key of await allKeys(harness.store, '')) {
+      const stored = await allKeys(harness.store, '')
+      assert.ok(stored.some((k) => k.includes('/sft/replies/')) && stored.some((k) => k.endsWith('run.json')))
+      for (const key of stored) {
         if (opened(await harness.store.get(key)).includes(KEY)) found.push(`s3 ${key}`)
       }
       for (const file of [...(await filesUnder(testServers().stateDir)), ...served.logFiles]) {

@@ -1,9 +1,10 @@
 // Stage 1 annotated by a real OpenAI-compatible server: seedRun through Temporal and S3, the built-in tiny policy
-// rolling out and SmolLM2-135M-Instruct (GGUF) writing the skills. Each server of SERVERS runs two cases: served
-// directly, and behind a fault-injecting proxy (a 429 with Retry-After, a prompt answered only with 500s, garbage
-// replies that echo the key back) whose failures are counted while Stage 1 finishes. SmolLM2 writes few parseable
-// skills: the test checks that the counts add up, not their quality. Afterwards no log, stored object, manifest
-// or workflow history of the test holds the API key's value.
+// rolling out and SmolLM2-135M-Instruct (GGUF) writing the skills. Each server of SERVERS runs three cases: served
+// directly; behind a fault-injecting proxy (a 429 with Retry-After, a prompt answered only with 500s, garbage
+// replies that echo the key back) whose failures are counted while Stage 1 finishes; and behind it again with the
+// Stage 1 activity failing after it annotated (its checkpoint write), so that Temporal's retry must reuse the
+// stored replies. SmolLM2 writes few parseable skills: the test checks that the counts add up, not their quality.
+// Afterwards no log, stored object, manifest or workflow history of the test holds the API key's value.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
@@ -16,6 +17,7 @@ import { StoredReplySchema } from '../../activities/core/openai-annotator.ts'
 import type { PhaseManifest } from '../../activities/phase.ts'
 import { parseSkillLines } from '../../activities/skill-library.ts'
 import { startLlamaServer } from '../../infra/llama-server.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import { type FakeAnswer, type FakeOpenAIServer, startFakeOpenAI } from '../activities/core/fake-openai.ts'
@@ -103,6 +105,50 @@ function opened(bytes: Buffer): Buffer {
   return bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes
 }
 
+/** The store with the first write under `prefix` failing (a retryable error: the activity is retried). */
+function failFirstWrite(prefix: string) {
+  return (store: ArtifactStore): ArtifactStore => {
+    let failed = false
+    const check = (key: string) => {
+      if (!failed && key.startsWith(prefix)) {
+        failed = true
+        throw new Error(`injected: the first write under ${prefix} fails`)
+      }
+    }
+    return {
+      location: store.location,
+      async put(key, data) {
+        check(key)
+        return store.put(key, data)
+      },
+      async putStream(key, data) {
+        check(key)
+        return store.putStream(key, data)
+      },
+      async putIfAbsent(key, data) {
+        check(key)
+        return store.putIfAbsent(key, data)
+      },
+      get: (key) => store.get(key),
+      getStream: (key) => store.getStream(key),
+      head: (key) => store.head(key),
+      list: (p, options) => store.list(p, options),
+      delete: (key) => store.delete(key),
+    }
+  }
+}
+
+/** The Stage 1 manifest's annotation statistics. */
+const STATS = [
+  'trajectories',
+  'annotated',
+  'unparsed',
+  'requestFailures',
+  'requests',
+  'retries',
+  'repliesReused',
+] as const
+
 const prompted = (body: Record<string, unknown>) =>
   ((body.messages as Array<{ content?: string }> | undefined)?.[0]?.content ?? '') as string
 
@@ -145,6 +191,7 @@ for (const server of SERVERS) {
     let faults: ReturnType<typeof faultyProxy>
     let restoreOutput: () => void
     const prefix = `annotator-openai-${process.pid}`
+    const RETRIED = `annot-retried-${process.pid}`
     const runs: string[] = []
 
     before(async () => {
@@ -160,6 +207,7 @@ for (const server of SERVERS) {
       faults = faultyProxy(served.baseUrl)
       proxy = await faults.start()
       harness = await startPipeline(prefix, {
+        workerStore: failFirstWrite(`runs/${RETRIED}/sft/checkpoint/`),
         logger: new DefaultLogger('INFO', (entry) =>
           logged.push(
             `${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {}, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`,
@@ -208,9 +256,7 @@ for (const server of SERVERS) {
         assert.equal(typeof v, 'number', `sft stats.${name}`)
         return v as number
       }
-      const stats = Object.fromEntries(
-        ['trajectories', 'annotated', 'unparsed', 'requestFailures', 'requests', 'retries'].map((n) => [n, stat(n)]),
-      ) as Record<'trajectories' | 'annotated' | 'unparsed' | 'requestFailures' | 'requests' | 'retries', number>
+      const stats = Object.fromEntries(STATS.map((n) => [n, stat(n)])) as Record<(typeof STATS)[number], number>
       assert.equal(stats.trajectories, skills.length)
       assert.equal(stats.annotated + stats.unparsed + stats.requestFailures, stats.trajectories, 'the counts add up')
       assert.equal(stats.annotated, skills.filter((s) => s.ok).length)
@@ -253,8 +299,18 @@ for (const server of SERVERS) {
       assert.ok(stats.unparsed >= skills.filter((s) => faults.garbled.has(s.prompt)).length)
     })
 
+    it('a Stage 1 attempt that failed after annotating: its retry asks only for what it did not get', async () => {
+      const before = proxy.seen.length
+      const { stats, skills } = await stage1Through(RETRIED, proxy.baseUrl)
+      const failing = skills.filter((s) => faults.failing.has(s.prompt)).length
+      const answered = skills.length - failing
+      assert.equal(stats.repliesReused, answered, 'the retry read back every reply the failed attempt received')
+      assert.equal(stats.requests, 3 * failing, 'and asked again only for the failed trajectory (3 tries each)')
+      assert.equal(proxy.seen.length - before, answered + 2 * 3 * failing, 'the proxy saw both attempts')
+    })
+
     it('no log, stored object, manifest or workflow history holds the key', async () => {
-      assert.ok(runs.length === 2, 'both runs ran')
+      assert.ok(runs.length === 3, 'every run ran')
       const found: string[] = []
       const stored = await allKeys(harness.store, '')
       assert.ok(stored.some((k) => k.includes('/sft/replies/')) && stored.some((k) => k.endsWith('run.json')))

@@ -6,6 +6,7 @@ import { type ActivityInterceptorsFactory, DefaultLogger, type Logger, Runtime }
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
 import type { AlgorithmRow } from '../../seed/algorithms.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import { createLocalWorker } from '../../workers/local.ts'
@@ -27,11 +28,17 @@ export interface PipelineHarness {
 
 /**
  * Workers for all three task queues (2 episodes per rollout shard), storing under `prefix`; `activityInterceptors`
- * inside the worker's own (tests that make activities fail); `logger` the SDK's (tests that read the logs).
+ * inside the worker's own (tests that make activities fail); `logger` the SDK's (tests that read the logs);
+ * `workerStore` what the workers store through (tests that make writes fail).
  */
 export async function startPipeline(
   prefix: string,
-  options: { activityInterceptors?: ActivityInterceptorsFactory[]; logger?: Logger } = {},
+  options: {
+    activityInterceptors?: ActivityInterceptorsFactory[]
+    logger?: Logger
+    /** The store the workers write through (a wrapper that injects faults); the harness reads the plain one. */
+    workerStore?: (store: S3ArtifactStore) => ArtifactStore
+  } = {},
 ): Promise<PipelineHarness> {
   Runtime.install({ logger: options.logger ?? new DefaultLogger('WARN') })
   const { temporalAddress } = testServers()
@@ -41,7 +48,7 @@ export async function startPipeline(
   const local = await createLocalWorker({
     connectionOptions: { address: temporalAddress },
     namespace: 'default',
-    store,
+    store: options.workerStore ? options.workerStore(store) : store,
     engine,
     counters,
     episodesPerShard: 2,

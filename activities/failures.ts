@@ -30,6 +30,8 @@ export const FATAL_ERRORS: Readonly<Record<string, string>> = {
   RescoreFormatError: 'CorruptArtifact',
   LibraryMissingError: 'LibraryMissing',
   ForkError: 'ForkError',
+  AnnotatorConfigError: 'AnnotatorConfigError',
+  AnnotatorAuthError: 'AnnotatorAuthError',
 }
 
 /** Failure types the activities raise directly (fatal() below) besides those of the table. */

@@ -34,6 +34,8 @@ export const MAX_PATH_LENGTH = 4096
 export const MAX_NAME_LENGTH = 256
 /** Longest URL in a run configuration (an annotator's endpoint). */
 export const MAX_URL_LENGTH = 2048
+/** An environment variable's name (the annotator's `apiKeyEnv`). */
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Characters as zod counts them for a length bound: Unicode code points. */
 function codePoints(text: string): number {
@@ -160,12 +162,29 @@ const Stage1 = z.strictObject({
   maxEnvSteps: positiveInt(),
   annotator: z.discriminatedUnion('kind', [
     z.strictObject({ kind: z.literal('oracle') }),
+    /**
+     * An OpenAI-compatible chat completions endpoint (docs/operations.md, "The external analyzer"); the defaults
+     * are the reference's annotation settings (temperature 0, at most 1,024 new tokens, up to 5 retries).
+     */
     z.strictObject({
       kind: z.literal('openai'),
-      baseUrl: z.url().max(MAX_URL_LENGTH, tooLong(MAX_URL_LENGTH)),
+      /** The API root, e.g. `http://127.0.0.1:8080/v1`; no credentials in it (the key comes from `apiKeyEnv`). */
+      baseUrl: z.url({ protocol: /^https?$/ }).max(MAX_URL_LENGTH, tooLong(MAX_URL_LENGTH)),
       model: boundedString(MAX_NAME_LENGTH),
-      maxRetries: int(0),
-      maxTokens: positiveInt(),
+      /** The environment variable that holds the API key, read on the worker when it annotates; never stored. */
+      apiKeyEnv: z
+        .string()
+        .max(MAX_NAME_LENGTH, tooLong(MAX_NAME_LENGTH))
+        .regex(ENV_NAME_PATTERN, 'an environment variable name: letters, digits and _, not starting with a digit')
+        .default('OPENAI_API_KEY'),
+      /** Requests in flight at once. */
+      concurrency: positiveInt().default(4),
+      /** Per request (one HTTP attempt). */
+      timeoutSeconds: z.number().positive().finite().default(120),
+      /** Retries of a request after a 408, 409, 429, 5xx, timeout or connection error (Retry-After honoured). */
+      maxRetries: int(0).default(5),
+      temperature: z.number().min(0).finite().default(0),
+      maxTokens: positiveInt().default(1024),
     }),
   ]),
   steps: positiveInt(),
@@ -346,8 +365,11 @@ export const RunConfigSchema = z
         ['fork', 'at', 'iteration'],
         `iteration ${c.fork.at.iteration} is not before stage2.iterations ${c.stage2.iterations}: nothing would be left to run`,
       )
-    if (c.stage1.annotator.kind === 'openai')
-      problem(['stage1', 'annotator', 'kind'], 'the OpenAI-compatible annotator is not implemented yet; use oracle')
+    if (c.stage1.annotator.kind === 'openai') {
+      const url = new URL(c.stage1.annotator.baseUrl)
+      if (url.username || url.password)
+        problem(['stage1', 'annotator', 'baseUrl'], 'no credentials in the URL: name the key in apiKeyEnv')
+    }
   })
 
 export type RunConfig = z.infer<typeof RunConfigSchema>
@@ -357,6 +379,7 @@ export type Stage2Config = RunConfig['stage2']
 export type PromptSettings = RunConfig['prompt']
 export type WarmstartConfig = z.infer<typeof Warmstart>
 export type Stage1Config = RunConfig['stage1']
+export type OpenAIAnnotatorConfig = Extract<Stage1Config['annotator'], { kind: 'openai' }>
 export type EvaluationConfig = RunConfig['evaluation']
 export type RetentionConfig = RunConfig['retention']
 export type BuiltinModelConfig = z.infer<typeof BuiltinModel>

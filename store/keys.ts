@@ -102,6 +102,14 @@ export const keys = {
     key(run(runId), 'sft', 'trajectories', attempted(`${pad4(shard)}.jsonl.gz`, attempt)),
   /** The Stage 1 skill library (written by `sft` or `annotate`, under that phase's attempt). */
   sftAnnotations: (runId: string, attempt = 0) => key(run(runId), 'sft', attempted('annotations.jsonl', attempt)),
+  /**
+   * One reply of Stage 1's external annotator, by the sha256 of its analyzer prompt: written as it arrives and
+   * shared by every attempt of `sft` or `annotate`, so a retried attempt asks only for what it does not have.
+   */
+  sftReply: (runId: string, promptHash: string) => {
+    if (!/^[0-9a-f]{64}$/.test(promptHash)) throw new RangeError(`a prompt hash is 64 hex digits, got ${promptHash}`)
+    return key(run(runId), 'sft', 'replies', `${promptHash}.json`)
+  },
   sftCheckpoint: (runId: string, file: CheckpointFile, attempt = 0) =>
     key(run(runId), 'sft', attempted('checkpoint', attempt), file),
 

@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join, relative } from 'node:path'
+import { ensureLlamaServer } from '../infra/llama-server.ts'
 import { ensureModels } from '../infra/models.ts'
 import { reapStale } from '../infra/processes.ts'
 import { startS3Server } from '../infra/s3-server.ts'
@@ -103,6 +104,7 @@ function runNodeTest(files: string[], env: NodeJS.ProcessEnv, concurrency: numbe
 async function startServers(): Promise<NodeJS.ProcessEnv> {
   const tools = ensureTools()
   const model = ensureModels()
+  const llamaPython = ensureLlamaServer()
   const testState = join(PROJECT_ROOT, '.seedflow', 'test')
   await mkdir(testState, { recursive: true })
   for (const dir of await readdir(testState)) {
@@ -136,6 +138,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.s3Bucket]: s3.bucket,
     [TEST_ENV.stateDir]: stateDir,
     [TEST_ENV.model]: model,
+    [TEST_ENV.llamaPython]: llamaPython,
     [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid},${process.pid}`, // this process runs the S3 write gate
   }
 }

@@ -31,6 +31,16 @@ const PROMPT_STATS: Record<string, { prompts: string; truncated: string }> = {
   rescore: { prompts: 'teacherPrompts', truncated: 'teacherPromptsTruncated' },
 }
 
+/** Stage 1's annotation statistics (the `annotate` and `sft` shards) → the event label of the annotator counter. */
+const ANNOTATION_STATS: Record<string, string> = {
+  requests: 'request',
+  retries: 'retry',
+  requestFailures: 'request_failure',
+  unparsed: 'unparsed',
+  annotated: 'skill',
+  repliesReused: 'reused',
+}
+
 export interface WorkerMetrics {
   registry: Registry
   /** Feed every phase event here (PhaseCounters' listener). */
@@ -84,6 +94,12 @@ export function createWorkerMetrics(role: string): WorkerMetrics {
     labelNames: ['phase'],
     registers,
   })
+  const annotations = new Counter({
+    name: 'seedflow_annotator_events_total',
+    help: 'Stage 1 annotation by computed shards: requests to an external annotator, retries, trajectories left without a reply, unparsed replies, skills written, replies reused',
+    labelNames: ['phase', 'event'],
+    registers,
+  })
   const iterationGauge = (name: string, help: string, labelNames: string[] = []) =>
     new Gauge({ name, help, labelNames: ['run', ...labelNames], registers })
   const iteration = iterationGauge('seedflow_iteration', 'The last iteration whose metrics were recorded')
@@ -127,6 +143,12 @@ export function createWorkerMetrics(role: string): WorkerMetrics {
       tokens.inc({ phase, kind: t.kind }, n)
       const seconds = numberIn(stats, 'seconds')
       if (seconds) tokensPerSecond.set({ phase, kind: t.kind }, n / seconds)
+    }
+    if (phase === 'annotate' || phase === 'sft') {
+      for (const [stat, event] of Object.entries(ANNOTATION_STATS)) {
+        const v = numberIn(stats, stat)
+        if (v !== undefined) annotations.inc({ phase, event }, v)
+      }
     }
     const p = PROMPT_STATS[phase]
     if (p) {

@@ -2,8 +2,6 @@
 // policy itself (greedy, analyzer prompt → JSON, parsed leniently; a failure is counted and that trajectory gets
 // no OPD signal); Stage 1 annotation asks the environment's oracle analyzer, whose JSON goes through the same
 // parser so both paths produce the same records.
-import { createHash } from 'node:crypto'
-import { getEnv } from '../../envs/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { generate } from '../../policy/generate.ts'
 import type { PromptSettings, RunEnvName } from '../../seed/config.ts'
@@ -15,6 +13,16 @@ import {
   parseAnalyzerOutput,
   parseStats,
 } from '../../seed/index.ts'
+import {
+  type AnnotationAnswer,
+  type AnnotationRequest,
+  type Annotator,
+  type AnnotatorStats,
+  type AnswerSource,
+  oracleAnnotator,
+  oracleAnswer,
+  promptHashOf,
+} from './annotator.ts'
 import type { Policy, PromptCodec } from './policy.ts'
 import { analyzerObservation, fitAnalyzer, type PromptBudgetSettings } from './prompts.ts'
 import type { RolloutTrajectory } from './rollout.ts'
@@ -24,9 +32,17 @@ export interface SkillRecord {
   ok: boolean
   summary: string | null
   skill: string | null
-  failure: { code: AnalyzerParseFailure; reason: string } | null
-  /** The analyzer's raw answer. */
+  /** Why there is no skill: the answer did not parse, or (Stage 1's external annotator) no answer came. */
+  failure: { code: AnalyzerParseFailure | 'request-failed'; reason: string } | null
+  /** The analyzer's raw answer ('' when no answer came). */
   raw: string
+  /**
+   * The SFT target when the raw answer is not already it: the parsed fields as the two-key JSON (an external
+   * annotator's reply may wrap its JSON in prose); absent for the oracle, whose raw answer is that JSON.
+   */
+  answer?: string
+  /** Who wrote the answer, where it was not the policy or the oracle (Stage 1's external annotator). */
+  source?: AnswerSource
   /** The fitted analyzer prompt and its sha256. */
   prompt: string
   promptHash: string
@@ -83,21 +99,45 @@ function record(t: RolloutTrajectory, prompt: string, stepsDropped: number, raw:
     failure: parsed.ok ? null : { code: parsed.code, reason: parsed.reason },
     raw,
     prompt,
-    promptHash: createHash('sha256').update(prompt).digest('hex'),
+    promptHash: promptHashOf(prompt),
     stepsDropped,
   }
+}
+
+/** The record of one annotator answer: parsed like the policy's, or a request failure with no answer. */
+function annotationRecord(request: AnnotationRequest, stepsDropped: number, answer: AnnotationAnswer): SkillRecord {
+  if (!answer.ok) {
+    return {
+      trajectory: request.trajectory.id,
+      ok: false,
+      summary: null,
+      skill: null,
+      failure: { code: 'request-failed', reason: answer.reason },
+      raw: '',
+      prompt: request.prompt,
+      promptHash: request.promptHash,
+      stepsDropped,
+    }
+  }
+  const r = record(request.trajectory, request.prompt, stepsDropped, answer.raw)
+  if (!answer.source) return r
+  const target = r.ok ? oracleAnswer({ episode_summary: r.summary ?? '', episode_skill: r.skill ?? '' }) : undefined
+  return { ...r, ...(target !== undefined && target !== r.raw ? { answer: target } : {}), source: answer.source }
 }
 
 function summarize(skills: SkillRecord[], newTokens: number, started: number): AnalyzeResult {
   return {
     skills,
     stats: {
+      // over the answers there are: a trajectory with no answer is counted by its annotator, not as a parse
       parse: parseStats(
-        skills.map((s) =>
-          s.ok
-            ? { ok: true, output: { episodeSummary: s.summary ?? '', episodeSkill: s.skill ?? '' } }
-            : { ok: false, code: s.failure!.code, reason: s.failure!.reason },
-        ),
+        skills
+          .filter((s) => s.failure?.code !== 'request-failed')
+          .map((s) =>
+            s.ok
+              ? { ok: true, output: { episodeSummary: s.summary ?? '', episodeSkill: s.skill ?? '' } }
+              : { ok: false, code: s.failure!.code as AnalyzerParseFailure, reason: s.failure!.reason },
+          ),
       ),
       truncated: skills.filter((s) => s.stepsDropped > 0).length,
       newTokens,
@@ -137,24 +177,42 @@ export async function analyze(analyzer: Policy, input: AnalyzeInput): Promise<An
   return summarize(skills, newTokens, started)
 }
 
+export interface AnnotateResult extends AnalyzeResult {
+  annotator: AnnotatorStats
+}
+
+/**
+ * Stage 1 annotation: every trajectory's analyzer prompt, fitted as the policy will see it in SFT, answered by
+ * `annotator` (the oracle or an external endpoint) and parsed like the policy's own answers.
+ */
+export async function annotateWith(
+  annotator: Annotator,
+  codec: PromptCodec,
+  contextLength: number,
+  input: AnalyzeInput,
+  onProgress?: (done: number, total: number) => void,
+): Promise<AnnotateResult> {
+  const started = performance.now()
+  const budget = budgetOf(input, contextLength)
+  const fits = input.trajectories.map((t) => fitAnalyzer(codec, analyzerEpisode(t, input.prompt), budget))
+  const requests = input.trajectories.map((t, i) => ({
+    trajectory: t,
+    prompt: fits[i]!.prompt,
+    promptHash: promptHashOf(fits[i]!.prompt),
+  }))
+  const answered = await annotator.annotate(requests, onProgress)
+  const skills = requests.map((r, i) => annotationRecord(r, fits[i]!.dropped, answered.answers[i]!))
+  return { ...summarize(skills, 0, started), annotator: answered.stats }
+}
+
 /** Stage 1 annotation by the environment's oracle analyzer; prompts fitted as the policy will see them. */
 export function annotateWithOracle(
   env: RunEnvName,
   codec: PromptCodec,
   contextLength: number,
   input: AnalyzeInput,
-): AnalyzeResult {
-  const started = performance.now()
-  const e = getEnv(env)
-  const budget = budgetOf(input, contextLength)
-  const skills = input.trajectories.map((t) => {
-    const fit = fitAnalyzer(codec, analyzerEpisode(t, input.prompt), budget)
-    return record(t, fit.prompt, fit.dropped, oracleAnswer(e.oracle(t.trajectory).output))
-  })
-  return summarize(skills, 0, started)
+): Promise<AnnotateResult> {
+  return annotateWith(oracleAnnotator(env), codec, contextLength, input)
 }
 
-/** The oracle's JSON answer, as the SFT target: exactly the two fields, in the analyzer's return format. */
-export function oracleAnswer(output: { episode_summary: string; episode_skill: string }): string {
-  return JSON.stringify({ episode_summary: output.episode_summary, episode_skill: output.episode_skill })
-}
+export { oracleAnswer }

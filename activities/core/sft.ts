@@ -29,7 +29,7 @@ export interface SftStats extends Omit<SupervisedResult, 'losses' | 'optimizerSt
 export function skillPairs(policy: Policy, skills: readonly SkillRecord[]): SupervisedExample[] {
   return skills
     .filter((s) => s.ok)
-    .map((s) => ({ context: policy.codec.promptIds(s.prompt), response: policy.codec.responseIds(s.raw) }))
+    .map((s) => ({ context: policy.codec.promptIds(s.prompt), response: policy.codec.responseIds(s.answer ?? s.raw) }))
 }
 
 /**

@@ -1,12 +1,16 @@
-// Annotate: the base policy rolls out Stage 1's train tasks and the environment's oracle annotates every
-// trajectory, writing the Stage 1 trajectories and the annotations (the skill library). Stage 1 does this
-// before its SFT (annotation below); rows that read the library but start from the base run it alone.
+// Annotate: the base policy rolls out Stage 1's train tasks and the run's annotator (the environment's oracle, or
+// an external OpenAI-compatible endpoint) annotates every trajectory, writing the Stage 1 trajectories and the
+// annotations (the skill library). Stage 1 does this before its SFT (annotation below); rows that read the
+// library but start from the base run it alone. The external annotator's replies are stored one per prompt hash
+// as they arrive (keys.sftReply), outside any attempt, so a retried attempt reuses them.
 
 import type { RunConfig } from '../../seed/config.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
+import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { CheckpointRef, RunRef } from '../contracts.ts'
 import { annotateStage1, type Policy } from '../core/index.ts'
+import { type ReplyStore, StoredReplySchema } from '../core/openai-annotator.ts'
 import { encodeJsonlGz } from '../jsonl.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 
@@ -18,7 +22,10 @@ export async function annotation(
   policy: Policy,
   attempt: number,
 ) {
-  const annotated = await annotateStage1(policy, config)
+  const annotated = await annotateStage1(policy, config, {
+    replies: storedReplies(store, run.runId),
+    onProgress: (step, steps) => heartbeat({ phase: 'annotate', step, steps }),
+  })
   heartbeat()
   const trajectories = await store.put(
     keys.sftTrajectories(run.runId, 0, attempt),
@@ -32,7 +39,31 @@ export async function annotation(
     trajectories: annotated.trajectories,
     skills: annotated.skills,
     outputs: { trajectories, annotations },
-    stats: { rolloutSuccess: annotated.rollout.successRate, annotated: annotated.skills.filter((s) => s.ok).length },
+    stats: {
+      rolloutSuccess: annotated.rollout.successRate,
+      trajectories: annotated.skills.length,
+      annotated: annotated.skills.filter((s) => s.ok).length,
+      unparsed: annotated.annotation.parse.failed,
+      requestFailures: annotated.annotator.requestFailures,
+      requests: annotated.annotator.requests,
+      retries: annotated.annotator.retries,
+      repliesReused: annotated.annotator.reused,
+    },
+  }
+}
+
+/** The run's stored replies of the external annotator; an unreadable one is asked for again. */
+export function storedReplies(store: ArtifactStore, runId: string): ReplyStore {
+  return {
+    async load(promptHash) {
+      const key = keys.sftReply(runId, promptHash)
+      if (!(await store.head(key))) return undefined
+      const parsed = StoredReplySchema.safeParse(await getJson(store, key).catch(() => undefined))
+      return parsed.success ? parsed.data : undefined
+    },
+    async save(reply) {
+      await putJson(store, keys.sftReply(runId, reply.promptHash), reply)
+    },
   }
 }
 

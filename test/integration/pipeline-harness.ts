@@ -2,10 +2,11 @@
 // the test servers (its own S3 prefix, a one-thread engine, phase counters), a client, and readers of what a
 // run left in the store.
 import { Client, Connection } from '@temporalio/client'
-import { type ActivityInterceptorsFactory, DefaultLogger, Runtime } from '@temporalio/worker'
+import { type ActivityInterceptorsFactory, DefaultLogger, type Logger, Runtime } from '@temporalio/worker'
 import { PhaseCounters } from '../../activities/phase.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
 import type { AlgorithmRow } from '../../seed/algorithms.ts'
+import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
 import { createLocalWorker } from '../../workers/local.ts'
@@ -27,13 +28,19 @@ export interface PipelineHarness {
 
 /**
  * Workers for all three task queues (2 episodes per rollout shard), storing under `prefix`; `activityInterceptors`
- * inside the worker's own (tests that make activities fail).
+ * inside the worker's own (tests that make activities fail); `logger` the SDK's (tests that read the logs);
+ * `workerStore` what the workers store through (tests that make writes fail).
  */
 export async function startPipeline(
   prefix: string,
-  options: { activityInterceptors?: ActivityInterceptorsFactory[] } = {},
+  options: {
+    activityInterceptors?: ActivityInterceptorsFactory[]
+    logger?: Logger
+    /** The store the workers write through (a wrapper that injects faults); the harness reads the plain one. */
+    workerStore?: (store: S3ArtifactStore) => ArtifactStore
+  } = {},
 ): Promise<PipelineHarness> {
-  Runtime.install({ logger: new DefaultLogger('WARN') })
+  Runtime.install({ logger: options.logger ?? new DefaultLogger('WARN') })
   const { temporalAddress } = testServers()
   const store = testS3Store(prefix)
   const engine = createLocalEngine({ threads: 1 })
@@ -41,7 +48,7 @@ export async function startPipeline(
   const local = await createLocalWorker({
     connectionOptions: { address: temporalAddress },
     namespace: 'default',
-    store,
+    store: options.workerStore ? options.workerStore(store) : store,
     engine,
     counters,
     episodesPerShard: 2,

@@ -12,6 +12,8 @@ export const TEST_ENV = {
   serverPids: 'SEEDFLOW_TEST_SERVER_PIDS',
   /** The fetched SmolLM2-135M-Instruct GGUF (infra/install-models.sh). */
   model: 'SEEDFLOW_TEST_MODEL',
+  /** The python of llama.cpp's server venv (infra/install-llama-server.sh). */
+  llamaPython: 'SEEDFLOW_TEST_LLAMA_PYTHON',
 } as const
 
 function required(name: string): string {

@@ -70,7 +70,17 @@ describe('presets', () => {
   it('return a fresh config on every call (editing one leaves the preset as it was)', () => {
     const edited = cpuSokobanPreset()
     edited.stage2.lr = 1
-    edited.stage1.annotator = { kind: 'openai', baseUrl: 'http://x', model: 'm', maxRetries: 0, maxTokens: 1 }
+    edited.stage1.annotator = {
+      kind: 'openai',
+      baseUrl: 'http://x',
+      model: 'm',
+      apiKeyEnv: 'K',
+      concurrency: 1,
+      timeoutSeconds: 1,
+      maxRetries: 0,
+      temperature: 0,
+      maxTokens: 1,
+    }
     const paper = paperPreset('sokoban', '/m')
     paper.stage2.analyzer.maxPromptTokens = 1
     assert.equal(cpuSokobanPreset().stage2.lr, 2e-4)

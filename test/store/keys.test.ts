@@ -16,6 +16,8 @@ describe('artifact keys', () => {
     assert.equal(keys.iterationManifest('r1', 0), 'runs/r1/iterations/0000/manifest.json')
     assert.equal(keys.evaluation('r1', 5), 'runs/r1/eval/0005.json')
     assert.equal(keys.stagePhaseManifest('r1', 'sft', 0), 'runs/r1/sft/0000.manifest.json')
+    assert.equal(keys.sftReply('r1', 'ab'.repeat(32)), `runs/r1/sft/replies/${'ab'.repeat(32)}.json`)
+    assert.throws(() => keys.sftReply('r1', '../x'), RangeError)
     assert.equal(keys.retentionRecord('r1', 4), 'runs/r1/retention/0004.json')
     assert.equal(keys.hyperparameterChange('r1', 0), 'runs/r1/hyperparameters/0000.json')
   })

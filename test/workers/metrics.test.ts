@@ -98,3 +98,23 @@ describe('worker metrics: seedflow_loss', () => {
     assert.equal(lines.filter((l) => l.includes('run="run-c"')).length, 5, 'every term of run-c')
   })
 })
+
+describe('worker metrics: seedflow_annotator_events_total', () => {
+  it("counts Stage 1's annotator events from the annotate and sft shards' statistics", async () => {
+    const metrics = createWorkerMetrics('test')
+    const stats = { annotated: 3, unparsed: 2, requestFailures: 1, requests: 9, retries: 3, repliesReused: 0 }
+    for (const phase of ['sft', 'sft', 'annotate'] as const)
+      metrics.onPhaseEvent({ event: 'computed', scope: { runId: 'r', phase, shard: 0 }, attempt: 0, stats })
+    const lines = (await metrics.registry.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith('seedflow_annotator_events_total{'))
+    const value = (phase: string, event: string) =>
+      Number(lines.find((l) => l.includes(`phase="${phase}"`) && l.includes(`event="${event}"`))?.split(' ')[1])
+    assert.equal(value('sft', 'request'), 18)
+    assert.equal(value('sft', 'retry'), 6)
+    assert.equal(value('sft', 'request_failure'), 2)
+    assert.equal(value('sft', 'unparsed'), 4)
+    assert.equal(value('sft', 'skill'), 6)
+    assert.equal(value('annotate', 'request'), 9)
+  })
+})

@@ -308,8 +308,8 @@ describe('analyze', () => {
     }
   })
 
-  it('oracle annotation parses every answer and fits the analyzer budget', () => {
-    const r = annotateWithOracle(config.env, policy.codec, config.model.maxPositions, {
+  it('oracle annotation parses every answer and fits the analyzer budget', async () => {
+    const r = await annotateWithOracle(config.env, policy.codec, config.model.maxPositions, {
       trajectories: rolled.trajectories,
       prompt: config.prompt,
       maxPromptTokens: 370,
@@ -329,13 +329,13 @@ describe('analyze', () => {
 describe('sft and evaluate', () => {
   it('Stage 1 SFT lowers the loss on the analyzer pairs', async () => {
     const fresh = microPolicy(engine, checkpoint)
-    const skills = annotateWithOracle(config.env, fresh.codec, config.model.maxPositions, {
+    const { skills } = await annotateWithOracle(config.env, fresh.codec, config.model.maxPositions, {
       trajectories: rolled.trajectories,
       prompt: config.prompt,
       maxPromptTokens: 400,
       maxAnswerTokens: 120,
       batchSize: 4,
-    }).skills
+    })
     const s = await sft(fresh, {
       skills,
       trajectories: rolled.trajectories,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's OpenAI-compatible server (llama-cpp-python[server], an sdist that compiles llama.cpp) into a
+# virtual environment in the cache outside the clone, keyed by version, so a fresh clone on the same machine does
+# not build it again:
+#   $cache/llama-cpp-python-<version>/   (bin/python -m llama_cpp.server)
+# The Stage 1 integration test serves SmolLM2 with it (docs/operations.md, "The external analyzer").
+# The build is portable (no -march=native) and uses two compile jobs; a cold build takes minutes on 2 cores.
+# Idempotent: a venv whose stamp matches the version is kept, so a warm run takes well under a second.
+# Prints the venv's python on stdout as its last line; progress goes to stderr.
+set -euo pipefail
+
+cache="${SEEDFLOW_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/seedflow}"
+version="0.3.36"
+venv="$cache/llama-cpp-python-$version"
+stamp="$venv/.seedflow-version"
+python="$venv/bin/python"
+
+if [ -x "$python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "llama-cpp-python[server]==$version" ]; then
+  echo "seedflow: llama-cpp-python $version present ($venv)" >&2
+  echo "$python"
+  exit 0
+fi
+
+base="${PYTHON:-python3}"
+if ! "$base" -m venv --help >/dev/null 2>&1; then
+  echo "seedflow: building llama.cpp's server needs Python 3 with venv and pip (llama-cpp-python[server]==$version from PyPI)" >&2
+  exit 1
+fi
+for tool in cmake cc c++; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "seedflow: building llama.cpp's server needs $tool (apt-get install cmake build-essential)" >&2
+    exit 1
+  fi
+done
+
+echo "seedflow: building llama-cpp-python[server] $version from PyPI into $venv (compiles llama.cpp; minutes on 2 cores) ..." >&2
+start=$(date +%s)
+rm -rf "$venv"
+mkdir -p "$cache"
+"$base" -m venv "$venv"
+"$python" -m pip install --quiet --upgrade pip >&2
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_CURL=OFF}" \
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+  "$python" -m pip install --no-cache-dir "llama-cpp-python[server]==$version" >&2
+"$python" -c 'import llama_cpp, llama_cpp.server' >&2
+echo "llama-cpp-python[server]==$version" >"$stamp"
+echo "seedflow: built llama-cpp-python $version in $(($(date +%s) - start)) s -> $venv" >&2
+echo "$python"

@@ -194,6 +194,10 @@ program
   )
   .option('--max-body-bytes <n>', 'largest request body; beyond, 413', positiveInt, SERVE_DEFAULTS.maxBodyBytes)
   .option(
+    '--api-key-env <name>',
+    'require `Authorization: Bearer <key>` on /v1, the key read from this environment variable (401 otherwise)',
+  )
+  .option(
     '--grace-period <seconds>',
     'on SIGTERM, how long in-flight requests may finish before they fail',
     nonNegativeNumber,

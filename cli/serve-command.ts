@@ -26,6 +26,8 @@ export interface ServeCommandOptions {
   maxBodyBytes: number
   gracePeriod: number
   threads?: number
+  /** The environment variable holding the API key clients must send (never a flag: argv is visible to ps). */
+  apiKeyEnv?: string
 }
 
 export const SERVE_DEFAULTS = {
@@ -50,6 +52,9 @@ export async function serveCommand(
   options: ServeCommandOptions,
   io: CommandIo = STDIO,
 ): Promise<void> {
+  const apiKey = options.apiKeyEnv === undefined ? undefined : process.env[options.apiKeyEnv]
+  if (options.apiKeyEnv !== undefined && !apiKey)
+    throw new RunInputError(`--api-key-env ${options.apiKeyEnv}: that environment variable is not set or empty`)
   const resolved = await resolveCheckpoint(checkpoint, options, lazyStore())
   const ckpt = await resolved.load()
   const context = options.context ?? Math.min(DEFAULT_CONTEXT, ckpt.config.maxPositions)
@@ -65,6 +70,7 @@ export async function serveCommand(
     context,
     maxQueue: options.maxQueue,
     maxBodyBytes: options.maxBodyBytes,
+    ...(apiKey ? { apiKey } : {}),
   }).catch(async (error: unknown) => {
     await engine.close()
     throw error

@@ -26,12 +26,13 @@ if ! "$base" -m venv --help >/dev/null 2>&1; then
   echo "seedflow: building llama.cpp's server needs Python 3 with venv and pip (llama-cpp-python[server]==$version from PyPI)" >&2
   exit 1
 fi
-for tool in cmake cc c++; do
+for tool in cc c++; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "seedflow: building llama.cpp's server needs $tool (apt-get install cmake build-essential)" >&2
+    echo "seedflow: building llama.cpp's server needs a C/C++ compiler ($tool; apt-get install build-essential)" >&2
     exit 1
   fi
 done
+# cmake and ninja come from PyPI (scikit-build-core fetches them into the isolated build when the machine has none).
 
 echo "seedflow: building llama-cpp-python[server] $version from PyPI into $venv (compiles llama.cpp; minutes on 2 cores) ..." >&2
 start=$(date +%s)
@@ -39,7 +40,8 @@ rm -rf "$venv"
 mkdir -p "$cache"
 "$base" -m venv "$venv"
 "$python" -m pip install --quiet --upgrade pip >&2
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_CURL=OFF}" \
+# LLAVA_BUILD=OFF: the multimodal library (mtmd) is not needed to serve a text model, and is a large part of the build.
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_CURL=OFF -DLLAVA_BUILD=OFF}" \
   CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
   "$python" -m pip install --no-cache-dir "llama-cpp-python[server]==$version" >&2
 "$python" -c 'import llama_cpp, llama_cpp.server' >&2

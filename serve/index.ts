@@ -29,6 +29,8 @@ export interface ServeOptions {
   /** Requests waiting for rows at most (default 64); beyond, 429. */
   maxQueue?: number
   maxBodyBytes?: number
+  /** Requests to /v1 need `Authorization: Bearer <apiKey>` when set. */
+  apiKey?: string
   /** Wraps the decode batch (tests pace its steps); the identity by default. */
   wrapBatch?: (batch: DecodeStepper) => DecodeStepper
 }
@@ -55,6 +57,7 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
   })
   return {
     ...server,

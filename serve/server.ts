@@ -2,6 +2,7 @@
 // (whole or as server-sent events), GET /metrics and /health. Bodies and the queue are bounded; errors are
 // OpenAI's shape with their status; `close` stops accepting (503), lets in-flight requests finish for a grace
 // period, fails the rest (an error event on a stream, a 503 otherwise) and closes the listener.
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chatEndpoint, completionEndpoint, type Endpoint, type Limits, UnknownModel } from './endpoints.ts'
@@ -17,6 +18,16 @@ export interface ServerOptions {
   host?: string
   port?: number
   maxBodyBytes?: number
+  /** When set, every /v1 request needs `Authorization: Bearer <apiKey>` (401 otherwise); /metrics and /health stay open. */
+  apiKey?: string
+}
+
+/** Compares the bearer token with the key in constant time (over their hashes, so lengths leak nothing either). */
+function authorized(req: IncomingMessage, apiKey: string): boolean {
+  const header = req.headers.authorization ?? ''
+  const token = /^Bearer (.+)$/i.exec(header)?.[1] ?? ''
+  const digest = (text: string) => createHash('sha256').update(text).digest()
+  return timingSafeEqual(digest(token), digest(apiKey))
 }
 
 export interface RunningServer {
@@ -150,6 +161,14 @@ export async function startServer(
       sendJson(res, closing ? 503 : 200, { status: closing ? 'shutting down' : 'ok' })
       return ['/health', closing ? 503 : 200]
     }
+    if (options.apiKey !== undefined && path.startsWith('/v1') && !authorized(req, options.apiKey))
+      throw new ApiError(
+        401,
+        'missing or incorrect API key (Authorization: Bearer …)',
+        'invalid_request_error',
+        null,
+        'invalid_api_key',
+      )
     if (req.method === 'GET' && (path === '/v1/models' || path.startsWith('/v1/models/'))) {
       const card = {
         id: model.id,

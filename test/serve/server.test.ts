@@ -413,6 +413,24 @@ describe('seedflow serve: a full queue, a model without a chat template, shutdow
     }
   })
 
+  it('with an API key, answers /v1 only to requests that send it (401 otherwise); /metrics stays open', async () => {
+    const serving = await serveCheckpoint(engine, CHECKPOINT, { name: MODEL, context: 64, apiKey: 'sk-right' })
+    try {
+      const wrong = new OpenAI({ baseURL: `${serving.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0 })
+      await assert.rejects(
+        wrong.models.list(),
+        (e: unknown) => e instanceof APIError && e.status === 401 && e.code === 'invalid_api_key',
+      )
+      const none = await fetch(`${serving.url}/v1/models`)
+      assert.equal(none.status, 401)
+      const right = new OpenAI({ baseURL: `${serving.url}/v1`, apiKey: 'sk-right', maxRetries: 0 })
+      assert.equal((await right.models.list()).data[0]?.id, MODEL)
+      assert.equal((await fetch(`${serving.url}/metrics`)).status, 200)
+    } finally {
+      await serving.close(1000)
+    }
+  })
+
   it('answers chat with 400 for a model without a chat template, while completions work', async () => {
     const serving = await serveCheckpoint(engine, servedCheckpoint({ chat: false }), { name: 'plain', context: 64 })
     const client = clientOf(serving)
@@ -495,7 +513,9 @@ describe('seedflow serve: one decode batch for concurrent clients', () => {
     await engine.close()
   })
 
-  it('serves 16 concurrent clients from one decode batch: shared steps, ≥ 4× the tokens/s of one client', async (t) => {
+  // The speed-up itself (tokens/s at 16 clients over 1) is a benchmark figure, not a timed test: bench/serve.ts
+  // measures it on SmolLM2 side by side; here it is printed only. The counters prove the sharing.
+  it('serves 16 concurrent clients from one decode batch: they share decode steps (tokens/s printed)', async (t) => {
     const N = 96 // long enough that arrivals and prefills weigh little against the shared steps
     const one = (i: number) =>
       wideClient.completions.create({
@@ -527,9 +547,5 @@ describe('seedflow serve: one decode batch for concurrent clients', () => {
     assert.equal(rows, 16 * (N - 1))
     assert.ok(steps < 2 * N, `${steps} decode steps for 16 clients of ${N} tokens: they did not share steps`)
     assert.ok(rows / steps >= 8, `mean occupancy ${(rows / steps).toFixed(1)} rows per step`)
-    assert.ok(
-      sixteen >= 4 * single,
-      `aggregate ${sixteen.toFixed(0)} tokens/s at 16 clients vs ${single.toFixed(0)} at 1 (${(sixteen / single).toFixed(1)}×)`,
-    )
   })
 })

@@ -1,5 +1,8 @@
 // `seedflow config`: a preset's full run configuration as JSON, to edit and pass to `seedflow run <file>` or, as
 // the workflow input `{ runId, config }`, to `temporal workflow start --type seedRun --input-file`.
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fromHuggingFaceConfig } from '../policy/config.ts'
 import { ALGORITHM_NAMES, type AlgorithmName } from '../seed/algorithms.ts'
 import { RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
@@ -22,7 +25,18 @@ function preset(name: string, algorithm: AlgorithmName, folder: string | undefin
   if (!name.startsWith('paper-') || !RUN_ENV_NAMES.includes(env))
     throw new Error(`unknown preset ${JSON.stringify(name)}; one of ${PRESET_NAMES.join(', ')}`)
   if (!folder) throw new Error(`preset ${name} trains an imported model: give its folder with --model-folder <dir>`)
-  return paperPreset(env, folder, algorithm)
+  return paperPreset(env, resolve(folder), algorithm, folderPositions(folder))
+}
+
+/** The folder's max_position_embeddings (the preset's context is capped to it); the paper's when unreadable. */
+function folderPositions(folder: string): number | undefined {
+  try {
+    const hf = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8')) as Record<string, unknown>
+    return fromHuggingFaceConfig(hf, join(folder, 'config.json')).maxPositions
+  } catch (error) {
+    process.stderr.write(`seedflow: ${(error as Error).message}; the preset keeps the paper's context\n`)
+    return undefined
+  }
 }
 
 export function configCommand(name: string, options: ConfigOptions): void {

@@ -146,20 +146,34 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
   },
 }
 
+/** The context the paper's Qwen2.5 models run with. */
+const PAPER_CONTEXT = 32768
+
 /**
  * The paper's Stage 2 settings for a real model (docs/algorithm.md §7; Stage 1 from docs/algorithm.md §2) on `env`, with an
- * imported model folder. Real models skip the warm-start.
+ * imported model folder. Real models skip the warm-start. `modelPositions` (the folder's max_position_embeddings)
+ * caps the context: a model with fewer positions than the paper's 32,768 (SmolLM2: 8,192) gets that many, and
+ * the analyzer's prompt and answer budgets shrink to fit in it (the answer keeps at most a quarter).
  */
-export function paperPreset(env: RunEnvName, folder: string, algorithm: AlgorithmName = 'seed'): RunConfig {
+export function paperPreset(
+  env: RunEnvName,
+  folder: string,
+  algorithm: AlgorithmName = 'seed',
+  modelPositions = PAPER_CONTEXT,
+): RunConfig {
   const { maxEnvSteps, prompt, stage2, evaluation } = PAPER_ENVS[env]
+  const positions = Math.min(PAPER_CONTEXT, modelPositions)
+  const budget = stage2.analyzer
+  const answer = Math.min(budget.maxAnswerTokens, Math.floor(positions / 4))
+  const analyzer = { maxAnswerTokens: answer, maxPromptTokens: Math.min(budget.maxPromptTokens, positions - answer) }
   return runConfig({
     env,
     algorithm,
-    model: { kind: 'imported', folder, maxPositions: 32768 },
+    model: { kind: 'imported', folder, maxPositions: positions },
     prompt: { ...PROMPT, ...prompt },
     warmstart: null,
     stage1: { ...STAGE1, maxEnvSteps },
-    stage2: { ...STAGE2, ...stage2, maxEnvSteps },
+    stage2: { ...STAGE2, ...stage2, maxEnvSteps, analyzer },
     evaluation: { ...EVALUATION, ...evaluation, maxEnvSteps },
     seed: 0,
     threads: 2,

@@ -6,10 +6,13 @@
 // stored replies. SmolLM2 writes few parseable skills: the test checks that the counts add up, not their quality.
 // Afterwards no log, stored object, manifest or workflow history of the test holds the API key's value.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdir, readFile } from 'node:fs/promises'
+import { createWriteStream } from 'node:fs'
+import { mkdir, readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { gunzipSync } from 'node:zlib'
 import { DefaultLogger } from '@temporalio/worker'
 import type { SkillRecord } from '../../activities/core/index.ts'
@@ -17,6 +20,7 @@ import { StoredReplySchema } from '../../activities/core/openai-annotator.ts'
 import type { PhaseManifest } from '../../activities/phase.ts'
 import { parseSkillLines } from '../../activities/skill-library.ts'
 import { startLlamaServer } from '../../infra/llama-server.ts'
+import { importGguf, writeCheckpointFolder } from '../../policy/gguf/gguf-import.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
@@ -59,7 +63,59 @@ const SERVERS: ServerCase[] = [
       return { baseUrl: server.baseUrl, model: server.model, logFiles: [server.logFile], stop: server.stop }
     },
   },
+  {
+    name: 'seedflow serve',
+    async start({ gguf, stateDir, apiKey }) {
+      return startSeedflowServe({ gguf, stateDir, apiKey, keyEnv: KEY_ENV })
+    },
+  },
 ]
+
+/**
+ * `seedflow serve` as a user starts it, on `seedflow import`'s conversion of the GGUF: a free 127.0.0.1 port, the
+ * key from an environment variable (never argv), its output in a log file; stopped by PID with SIGTERM.
+ */
+async function startSeedflowServe(o: { gguf: string; stateDir: string; apiKey: string; keyEnv: string }) {
+  await mkdir(o.stateDir, { recursive: true })
+  const folder = join(o.stateDir, 'smollm2')
+  await writeCheckpointFolder(folder, (await importGguf(o.gguf)).checkpoint)
+  const logFile = join(o.stateDir, 'seedflow-serve.log')
+  const log = createWriteStream(logFile)
+  const bin = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
+  const args = ['serve', folder, '--port', '0', '--served-model-name', 'smollm2', '--api-key-env', o.keyEnv]
+  const child = spawn(process.execPath, [bin, ...args, '--context', '2048', '--batch-rows', '4', '--threads', '1'], {
+    env: { ...process.env, [o.keyEnv]: o.apiKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(() => reject(new Error(`seedflow serve did not start in 120 s; see ${logFile}`)), 120_000)
+    child.stdout.on('data', (d: Buffer) => {
+      log.write(d)
+      out += d
+      const url = /at (http:\/\/127\.0\.0\.1:\d+)\/v1 /.exec(out)?.[1]
+      if (url) {
+        clearTimeout(timer)
+        resolve(`${url}/v1`)
+      }
+    })
+    child.stderr.on('data', (d: Buffer) => log.write(d))
+    child.once('exit', (code) => reject(new Error(`seedflow serve exited (${code}) before listening; see ${logFile}`)))
+  })
+  return {
+    baseUrl,
+    model: 'smollm2',
+    logFiles: [logFile],
+    async stop() {
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(timer)
+      log.end()
+    },
+  }
+}
 
 const KEY = `sk-seedflow-${randomBytes(12).toString('hex')}`
 const KEY_ENV = 'SEEDFLOW_TEST_ANNOTATOR_KEY'

@@ -89,6 +89,13 @@ describe('presets', () => {
     assert.equal(paperPreset('household', '/m').stage2.analyzer.maxPromptTokens, 16384)
   })
 
+  it("paper: a model with fewer positions than the paper's 32,768 gets its own, the analyzer's budgets fitted", () => {
+    const smol = paperPreset('sokoban', '/m', 'seed', 8192) // SmolLM2-135M
+    assert.equal(smol.model.maxPositions, 8192)
+    assert.deepEqual(smol.stage2.analyzer, { maxPromptTokens: 6144, maxAnswerTokens: 2048 })
+    assert.equal(paperPreset('sokoban', '/m', 'seed', 65536).model.maxPositions, 32768)
+  })
+
   it('paper: docs/algorithm.md §7 per environment, an imported model and no warm-start', () => {
     const rows = Object.fromEntries(RUN_ENV_NAMES.map((env) => [env, keyValues(paperPreset(env, '/models/m'))]))
     const shared = {

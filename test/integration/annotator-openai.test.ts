@@ -239,15 +239,16 @@ function faultyProxy(upstream: string) {
   return { answer, failing, garbled, start: () => startFakeOpenAI(answer, { upstream }) }
 }
 
-for (const server of SERVERS) {
+for (const [index, server] of SERVERS.entries()) {
+  const tag = `${index}-${process.pid}` // run ids, store prefix and state folder of this server's cases
   describe(`Stage 1 annotated through ${server.name}`, () => {
     let harness: PipelineHarness
     let served: ServedModel
     let proxy: FakeOpenAIServer
     let faults: ReturnType<typeof faultyProxy>
     let restoreOutput: () => void
-    const prefix = `annotator-openai-${process.pid}`
-    const RETRIED = `annot-retried-${process.pid}`
+    const prefix = `annotator-openai-${tag}`
+    const RETRIED = `annot-retried-${tag}`
     const runs: string[] = []
 
     before(async () => {
@@ -257,7 +258,7 @@ for (const server of SERVERS) {
       assert.ok(gguf, `${TEST_ENV.model} is not set: run through npm run test:integration`)
       served = await server.start({
         gguf,
-        stateDir: join(testServers().stateDir, `annotator-${process.pid}`),
+        stateDir: join(testServers().stateDir, `annotator-${tag}`),
         apiKey: KEY,
       })
       faults = faultyProxy(served.baseUrl)
@@ -328,14 +329,14 @@ for (const server of SERVERS) {
     }
 
     it('served directly: every trajectory gets a reply, parsed or counted as unparsed', async () => {
-      const { stats, skills } = await stage1Through(`annot-direct-${process.pid}`, served.baseUrl)
+      const { stats, skills } = await stage1Through(`annot-direct-${tag}`, served.baseUrl)
       assert.equal(stats.requestFailures, 0)
       assert.equal(stats.requests, skills.length)
       assert.ok(skills.every((s) => s.raw.length > 0))
     })
 
     it('behind a faulty proxy: the failures are counted and Stage 1 still finishes', async () => {
-      const { stats, skills } = await stage1Through(`annot-faulty-${process.pid}`, proxy.baseUrl)
+      const { stats, skills } = await stage1Through(`annot-faulty-${tag}`, proxy.baseUrl)
       assert.ok(faults.failing.size === 1 && faults.garbled.size === 1, 'the proxy injected its faults')
       assert.ok(
         proxy.seen.every((r) => r.authorization === `Bearer ${KEY}`),

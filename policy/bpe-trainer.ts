@@ -138,17 +138,22 @@ export function trainByteLevelBpe(corpus: Iterable<string>, options: BpeTrainOpt
     pre_tokenizer: byteLevelStep,
     post_processor: { ...byteLevelStep, trim_offsets: false },
     decoder: byteLevelStep,
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab: Object.fromEntries(symbols.map((s, i) => [s, i])),
-      merges,
-    },
+    model: bpeModelJson(Object.fromEntries(symbols.map((s, i) => [s, i])), merges),
+  }
+}
+
+/** The `model` entry of a byte-level BPE tokenizer.json: vocabulary and merges, no unknown token, no dropout. */
+export function bpeModelJson(vocab: Record<string, number>, merges: string[]) {
+  return {
+    type: 'BPE' as const,
+    dropout: null,
+    unk_token: null,
+    continuing_subword_prefix: null,
+    end_of_word_suffix: null,
+    fuse_unk: false,
+    byte_fallback: false,
+    ignore_merges: false,
+    vocab,
+    merges,
   }
 }

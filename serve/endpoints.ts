@@ -14,6 +14,27 @@ import {
 } from './protocol.ts'
 import type { ServedModel } from './served-model.ts'
 
+/** Each of `n` choices as one delta: its text, tokens and log-probs joined, its finish reason (length if none). */
+function mergedChoices(deltas: readonly ChoiceDelta[], n: number): Array<ChoiceDelta & { finish: 'stop' | 'length' }> {
+  return Array.from({ length: n }, (_, index) => {
+    const all = {
+      index,
+      text: '',
+      tokens: [] as number[],
+      logprobs: [] as TokenLogprob[],
+      finish: 'length' as 'stop' | 'length',
+    }
+    for (const d of deltas) {
+      if (d.index !== index) continue
+      all.text += d.text
+      all.tokens.push(...d.tokens)
+      all.logprobs.push(...d.logprobs)
+      if (d.finish) all.finish = d.finish
+    }
+    return all
+  })
+}
+
 export interface Limits {
   context: number
   rows: number
@@ -148,22 +169,13 @@ export function chatEndpoint(model: ServedModel, body: unknown, limits: Limits):
       usage: usage(prompt.length, completion),
     }),
     response(deltas, completion) {
-      const choices = Array.from({ length: params.n }, (_, index) => {
-        const mine = deltas.filter((d) => d.index === index)
-        const all = { index, text: '', tokens: [] as number[], logprobs: [] as TokenLogprob[], finish: null }
-        for (const d of mine) {
-          all.text += d.text
-          all.tokens.push(...d.tokens)
-          all.logprobs.push(...d.logprobs)
-        }
-        return {
-          index,
-          message: { role: 'assistant', content: all.text },
-          logprobs: logprobsOf(all as ChoiceDelta),
-          finish_reason: mine[mine.length - 1]?.finish ?? 'length',
-          ...(ids ? { token_ids: all.tokens } : {}),
-        }
-      })
+      const choices = mergedChoices(deltas, params.n).map((all) => ({
+        index: all.index,
+        message: { role: 'assistant', content: all.text },
+        logprobs: logprobsOf(all),
+        finish_reason: all.finish,
+        ...(ids ? { token_ids: all.tokens } : {}),
+      }))
       return {
         ...head,
         object: 'chat.completion',
@@ -224,22 +236,13 @@ export function completionEndpoint(model: ServedModel, body: unknown, limits: Li
     },
     usageChunk: (completion) => ({ ...head, choices: [], usage: usage(prompt.length, completion) }),
     response(deltas, completion) {
-      const choices = Array.from({ length: params.n }, (_, index) => {
-        const mine = deltas.filter((d) => d.index === index)
-        const all = { index, text: '', tokens: [] as number[], logprobs: [] as TokenLogprob[], finish: null }
-        for (const d of mine) {
-          all.text += d.text
-          all.tokens.push(...d.tokens)
-          all.logprobs.push(...d.logprobs)
-        }
-        return {
-          index,
-          text: all.text,
-          logprobs: logprobsOf(all as ChoiceDelta, 0),
-          finish_reason: mine[mine.length - 1]?.finish ?? 'length',
-          ...(ids ? { token_ids: all.tokens } : {}),
-        }
-      })
+      const choices = mergedChoices(deltas, params.n).map((all) => ({
+        index: all.index,
+        text: all.text,
+        logprobs: logprobsOf(all, 0),
+        finish_reason: all.finish,
+        ...(ids ? { token_ids: all.tokens } : {}),
+      }))
       return {
         ...head,
         choices,

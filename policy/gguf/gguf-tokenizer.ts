@@ -2,6 +2,7 @@
 // vocabulary, merges, token types and special ids as metadata, and names its pre-tokenizer (`tokenizer.ggml.pre`).
 // Byte-level BPE (`gpt2`) only; a SentencePiece or other model, or a pre-tokenizer not listed here, is refused by
 // name rather than tokenized differently from the model's training.
+import { bpeModelJson } from '../bpe-trainer.ts'
 import { GgufError } from './gguf-error.ts'
 
 /** llama.cpp token types (llama_token_type). */
@@ -93,18 +94,7 @@ export function ggufTokenizer(metadata: Record<string, unknown>, source: string)
     pre_tokenizer: preTokenizer,
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
+    model: bpeModelJson(vocab, merges),
   }
   const id = (key: string): number | undefined => {
     const value = metadata[`tokenizer.ggml.${key}`]

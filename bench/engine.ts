@@ -11,6 +11,16 @@ import { parameterCount } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { trainStep } from '../policy/train-step.ts'
 
+const compareAt = process.argv.indexOf('--compare')
+if (compareAt >= 0) {
+  // npm run bench:engine -- --compare torch [shape…]: side by side with PyTorch (bench/engine-compare.ts)
+  if (process.argv[compareAt + 1] !== 'torch') throw new Error(`--compare: only 'torch' is supported`)
+  const { compareWithTorch } = await import('./engine-compare.ts')
+  const shapes = process.argv.slice(compareAt + 2)
+  await compareWithTorch(shapes.length > 0 ? shapes : undefined)
+  process.exit(0)
+}
+
 const threads = Number(process.env.SEEDFLOW_THREADS ?? cpus().length)
 const engine = createLocalEngine({ threads })
 const c: ModelConfig = PRESETS.bench

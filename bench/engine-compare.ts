@@ -18,7 +18,7 @@ import { initWeights } from '../policy/init.ts'
 import { IO } from '../policy/model.ts'
 import { parameterCount, parameterSpecs } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
-import { trainStep } from '../policy/train-step.ts'
+import { meanNll, trainStep } from '../policy/train-step.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
@@ -191,17 +191,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         ids.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) })),
         1,
       )
-      const train = await model.loadTrainModel((op, s) => {
-        const mask = op.input('mask', 'float32', ['B', 'T'])
-        return {
-          loss: op.Neg(
-            op.Div(
-              op.ReduceSum(op.Mul(s.logp, mask), undefined, { keepdims: 0 }),
-              op.ReduceSum(mask, undefined, { keepdims: 0 }),
-            ),
-          ),
-        }
-      })
+      const train = await model.loadTrainModel(meanNll)
       const feeds = { ...batch.feeds, mask: model.float([B, T], batch.responseMask) }
       const seedflowGraph = async () => {
         const started = performance.now()

@@ -9,7 +9,7 @@ import { generate } from '../policy/generate.ts'
 import { initWeights } from '../policy/init.ts'
 import { parameterCount } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
-import { trainStep } from '../policy/train-step.ts'
+import { meanNll, trainStep } from '../policy/train-step.ts'
 
 const compareAt = process.argv.indexOf('--compare')
 if (compareAt >= 0) {
@@ -113,17 +113,7 @@ say(
   `forward (per-token log-probs + entropy): ${forwardSeconds.toFixed(3)} s, ${((B * T) / forwardSeconds).toFixed(0)} tokens/s, ${(flops / forwardSeconds / 1e9).toFixed(1)} GFLOP/s`,
 )
 
-const train = await model.loadTrainModel((op, s) => {
-  const mask = op.input('mask', 'float32', ['B', 'T'])
-  return {
-    loss: op.Neg(
-      op.Div(
-        op.ReduceSum(op.Mul(s.logp, mask), undefined, { keepdims: 0 }),
-        op.ReduceSum(mask, undefined, { keepdims: 0 }),
-      ),
-    ),
-  }
-})
+const train = await model.loadTrainModel(meanNll)
 const optimizer = new AdamW()
 const trainFeeds = { ...batch.feeds, mask: model.float([B, T], batch.responseMask) }
 const runOnly = await timeIt(() => engine.run(train, trainFeeds), 3)

@@ -1,7 +1,23 @@
 import { type AdamW, clipGradNorm, type Feeds, type ModelHandle } from '../engine/index.ts'
-import { IO } from './model.ts'
+import { IO, type LossBuilder } from './model.ts'
 import { parameterSpecs } from './parameters.ts'
 import type { PolicyModel } from './policy-model.ts'
+
+/**
+ * Mean next-token negative log-likelihood over the targets a (B, T) `mask` input marks: the benchmarks' loss,
+ * the one a PyTorch cross-entropy reference computes.
+ */
+export const meanNll: LossBuilder = (op, scores) => {
+  const mask = op.input('mask', 'float32', ['B', 'T'])
+  return {
+    loss: op.Neg(
+      op.Div(
+        op.ReduceSum(op.Mul(scores.logp, mask), undefined, { keepdims: 0 }),
+        op.ReduceSum(mask, undefined, { keepdims: 0 }),
+      ),
+    ),
+  }
+}
 
 export interface TrainStepResult {
   loss: number

@@ -21,6 +21,13 @@ if (compareAt >= 0) {
   process.exit(0)
 }
 
+if (process.argv.includes('--memory')) {
+  // npm run bench:engine -- --memory: peak RSS of a train step per graph layout (bench/train-memory.ts)
+  const { trainMemory } = await import('./train-memory.ts')
+  await trainMemory()
+  process.exit(0)
+}
+
 const threads = Number(process.env.SEEDFLOW_THREADS ?? cpus().length)
 const engine = createLocalEngine({ threads })
 const c: ModelConfig = PRESETS.bench

@@ -3,10 +3,21 @@
 import type { Builder } from './builder.ts'
 import { isFloat } from './dtype.ts'
 import { GradientError, UnsupportedGradientError } from './errors.ts'
-import type { Node, Value } from './ir.ts'
+import type { Block, Node, Value } from './ir.ts'
 import { attrReader, NONDIFFERENTIABLE, type OpDef, type VjpContext } from './op-def.ts'
 import { OPS } from './ops/index.ts'
 import { formatShape } from './shape.ts'
+
+/** A ConstantOfShape of zeros (what `zerosLike` builds). */
+function isZeros(v: Value | null): boolean {
+  const p = v?.producer
+  if (p?.opType !== 'ConstantOfShape') return false
+  const value = p.attrs.value
+  return (
+    !value ||
+    (value.type === 'tensor' && Array.from(value.value.data as ArrayLike<number>).every((x) => Number(x) === 0))
+  )
+}
 
 export interface GradientOptions {
   /** Gradient of the final objective with respect to `loss` (default: ones, i.e. d Σloss). */
@@ -50,31 +61,38 @@ export function gradients(op: Builder, loss: Value, wrt: readonly Value[], optio
   const created = new Set<number>()
   const claimed = new Set<number>()
   const firstNode = graph.nodes.length
-  const contributions = new Map<number, Value[]>()
-  const add = (v: Value, g: Value) => {
-    if (g.dtype !== v.dtype) throw new GradientError(`gradient for ${graph.describe(v)} has dtype ${g.dtype}`)
-    const list = contributions.get(v.id)
-    if (list) list.push(g)
-    else contributions.set(v.id, [g])
-  }
+  const contributions = new Map<number, Value>()
   let marked = firstNode
   const markCreated = () => {
     for (; marked < graph.nodes.length; marked++) for (const y of graph.nodes[marked]!.outputs) created.add(y.id)
   }
+  // summed as contributions arrive, so only the running sum stays alive (a weight used by many nodes, like
+  // a tied embedding read by every logit chunk, would otherwise keep every contribution until the last)
+  const add = (v: Value, g: Value) => {
+    if (g.dtype !== v.dtype) throw new GradientError(`gradient for ${graph.describe(v)} has dtype ${g.dtype}`)
+    const sum = contributions.get(v.id)
+    contributions.set(v.id, sum ? op.scope(`${v.name}_grad`, () => accumulate(sum, g)) : g)
+    markCreated()
+  }
+  // sum + g; a fresh scatter-add into zeros (an embedding's gradient) scatters into the sum instead, so no
+  // zero tensor of the weight's size is made (the runtime would even fold it into a constant of that size)
+  const accumulate = (sum: Value, g: Value): Value => {
+    const p = g.producer
+    const scatter = p && created.has(g.id) && (p.opType === 'ScatterND' || p.opType === 'ScatterElements')
+    if (!scatter || p.attrs.reduction?.value !== 'add' || !isZeros(p.inputs[0] ?? null)) return op.Add(sum, g)
+    const [into] = graph.addNode(p.kind, p.opType, p.domain, [sum, ...p.inputs.slice(1)], p.attrs, [
+      { dtype: sum.dtype, shape: sum.shape },
+    ])
+    return into!
+  }
   // the summed gradient of v; named `${v.name}_grad` when it is a fresh value not already named for another
   const total = (v: Value): Value | undefined => {
-    const parts = contributions.get(v.id)
-    if (!parts) return undefined
-    let sum = parts[0]!
-    if (parts.length > 1) {
-      sum = op.scope(`${v.name}_grad`, () => parts.slice(1).reduce((acc, g) => op.Add(acc, g), sum))
-      markCreated()
-    }
+    const sum = contributions.get(v.id)
+    if (!sum) return undefined
     if (created.has(sum.id) && !claimed.has(sum.id)) {
       op.named(sum, graph.freeName(`${v.name}_grad`))
       claimed.add(sum.id)
     }
-    contributions.set(v.id, [sum])
     return sum
   }
 
@@ -83,6 +101,73 @@ export function gradients(op: Builder, loss: Value, wrt: readonly Value[], optio
     throw new GradientError(`seed ${graph.describe(seed)} for loss ${graph.describe(loss)}`)
   add(loss, seed)
 
+  const blockOf = new Map<number, Block>()
+  for (const block of graph.blocks) for (const id of block.nodes) blockOf.set(id, block)
+  const entered = new Map<Block, Map<number, Value>>()
+  let previous: Block | undefined
+  // gradient sums so far of the values `block` reads from outside itself (its weights)
+  const readSums = (block: Block): Value[] => {
+    const inside = graph.nodes.filter((n) => block.nodes.has(n.id))
+    const produced = new Set(inside.flatMap((n) => n.outputs.map((y) => y.id)))
+    const sums = new Set<Value>()
+    for (const n of inside)
+      for (const x of n.inputs) {
+        const sum = x && !produced.has(x.id) ? contributions.get(x.id) : undefined
+        if (sum) sums.add(sum)
+      }
+    return [...sums]
+  }
+  /**
+   * Entering `block` at its last node on the path, whose output gradients are `dys`: a zero computed from
+   * those gradients and from the gradient sums of the values the previous block and this one read, so the
+   * runtime cannot start here before the blocks after it are done (finite whatever the gradients hold).
+   * Tied to it: the gradients (the block's backward waits) or, with recompute, the block's inputs and a
+   * rebuilt copy of its nodes. Returns the rebuilt values by forward value id.
+   */
+  const enter = (block: Block, node: Node, dys: (Value | undefined)[]): Map<number, Value> => {
+    const known = entered.get(block)
+    if (known) return known
+    const fresh = new Map<number, Value>()
+    const g = dys.find((d) => d !== undefined)!
+    op.scope(`${block.name}_backward`, () => {
+      const after = [g, ...(previous ? readSums(previous) : []), ...readSums(block)].filter((t) => isFloat(t.dtype))
+      const total = after
+        .map((t) => op.Cast(op.ReduceSum(t, undefined, { keepdims: 0 }), g.dtype))
+        .reduce((a, b) => op.Add(a, b))
+      const zero = op.Mul(op.Cast(op.Greater(op.Abs(total), 0), g.dtype), 0)
+      const tie = (v: Value) => op.Add(v, v.dtype === g.dtype ? zero : op.Cast(zero, v.dtype))
+      if (!block.recompute) {
+        node.outputs.forEach((y, i) => {
+          const d = dys[i]
+          if (!d) return
+          dys[i] = tie(d)
+          contributions.set(y.id, dys[i])
+        })
+        return
+      }
+      for (const x of block.recompute) fresh.set(x.id, tie(x))
+      for (const n of graph.nodes.filter((m) => block.nodes.has(m.id))) {
+        if (!n.inputs.some((x) => x && fresh.has(x.id))) continue
+        const inputs = n.inputs.map((x) => (x ? (fresh.get(x.id) ?? x) : null))
+        const outputs = graph.addNode(
+          n.kind,
+          n.opType,
+          n.domain,
+          inputs,
+          n.attrs,
+          n.outputs.map((y) => ({ dtype: y.dtype, shape: y.shape, ...(y.known ? { known: y.known } : {}) })),
+        )
+        n.outputs.forEach((y, i) => {
+          fresh.set(y.id, outputs[i]!)
+        })
+      }
+    })
+    markCreated()
+    entered.set(block, fresh)
+    previous = block
+    return fresh
+  }
+
   for (const node of onPath) {
     const dys = node.outputs.map((y) => (isFloat(y.dtype) ? total(y) : undefined))
     if (dys.every((g) => g === undefined)) continue
@@ -90,12 +175,15 @@ export function gradients(op: Builder, loss: Value, wrt: readonly Value[], optio
     if (!def) throw new UnsupportedGradientError(node.opType, node.name)
     if (def.vjp === NONDIFFERENTIABLE) continue
     const vjp = def.vjp
+    const block = blockOf.get(node.id)
+    const values = block ? enter(block, node, dys) : undefined
+    const current = (v: Value) => values?.get(v.id) ?? v
     const grads = op.scope(`${node.name}_grad`, () => {
       const filled = node.outputs.map((y, i) => dys[i] ?? op.zerosLike(y))
       const ctx: VjpContext = {
         node,
-        x: node.inputs,
-        y: node.outputs,
+        x: node.inputs.map((x) => x && current(x)),
+        y: node.outputs.map(current),
         dy: filled[0]!,
         dys: filled,
         attrs: attrReader(node.opType, node.attrs),

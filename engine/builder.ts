@@ -27,6 +27,12 @@ export interface Helpers {
   ints(values: readonly number[]): Value
   /** A scalar constant. */
   scalar(value: number, dtype: DType): Value
+  /**
+   * `x`'s shape as a 1-D int64 value, built from the shapes of graph inputs where `x`'s dims are numbers or
+   * names the inputs declare (`'B'`, `'3*T'`), else `Shape(x)`. Gradient rules use it: a backward node that
+   * reads `Shape(x)` keeps all of x alive until it runs, for its shape alone.
+   */
+  shapeOf(x: Value): Value
   /** The size of one axis of `x` at run time, as an int64 scalar. */
   dim(x: Value, axis: number): Value
   /** Zeros of `x`'s shape and dtype. */
@@ -44,6 +50,13 @@ export interface Helpers {
    * Tq = Tk gives the usual lower-triangular mask; Tq < Tk is decoding after a KV cache of Tk − Tq positions.
    */
   causalMask(queryLength: Value | number, keyLength: Value | number): Value
+  /**
+   * Builds `fn`'s nodes as one block (see `Block`): the backward pass finishes the blocks after it before it
+   * starts on this one. With `recompute: inputs`, the backward pass rebuilds the block from those inputs
+   * (tied to the gradient that reaches it, so the runtime neither runs the copy early nor merges it with the
+   * forward nodes) and the block's values need not stay alive from the forward pass.
+   */
+  block<R>(name: string, fn: () => R, options?: { recompute?: readonly Value[] }): R
   /** A forward-only node of an op that is not in `OPS` (e.g. a com.microsoft kernel); it has no gradient rule. */
   customOp(
     opType: string,
@@ -90,6 +103,24 @@ export function createBuilder(graph: Graph): Builder {
     methods[key] = (...args: unknown[]) => def.build(emitterFor(key), ...args)
   }
   const op = methods as OpMethods
+  // a named dim as a [1] int64 value read off the first graph input that declares it (graph inputs stay alive)
+  const named = new Map<string, Value>()
+  const dimValue = (d: Dim): Value | undefined => {
+    if (typeof d === 'number') return helpers.ints([d])
+    const scaled = /^(\d+)\*([A-Za-z_]\w*)$/.exec(d)
+    if (scaled) {
+      const base = dimValue(scaled[2] as string)
+      return base && op.Mul(base, helpers.ints([Number(scaled[1])]))
+    }
+    let value = named.get(d)
+    if (!value) {
+      const source = graph.inputs.find((v) => v.shape.includes(d))
+      if (!source) return undefined
+      value = op.Gather(op.Shape(source), helpers.ints([source.shape.indexOf(d)]))
+      named.set(d, value)
+    }
+    return value
+  }
 
   const helpers: Helpers = {
     graph,
@@ -108,9 +139,16 @@ export function createBuilder(graph: Graph): Builder {
     },
     ints: (values) => helpers.constant(constTensor('int64', [values.length], values)),
     scalar: (value, dtype) => helpers.constant(constTensor(dtype, [], [value])),
+    shapeOf(x) {
+      if (!x.producer) return op.Shape(x)
+      const pieces = x.shape.map(dimValue)
+      if (pieces.some((p) => p === undefined)) return op.Shape(x)
+      if (x.shape.every((d) => typeof d === 'number')) return helpers.ints(x.shape as number[])
+      return op.Concat(pieces as Value[], 0)
+    },
     dim: (x, axis) =>
       op.Gather(op.Shape(x), helpers.constant(constTensor('int64', [], [axis < 0 ? axis + x.shape.length : axis]))),
-    zerosLike: (x) => op.ConstantOfShape(op.Shape(x), 0, x.dtype),
+    zerosLike: (x) => op.ConstantOfShape(helpers.shapeOf(x), 0, x.dtype),
     transposeLast(x) {
       const rank = x.shape.length
       if (rank < 2) throw new ShapeError(`transposeLast: ${x.name} has rank ${rank} ${formatShape(x.shape)}`)
@@ -163,6 +201,13 @@ export function createBuilder(graph: Graph): Builder {
       const rows = op.Unsqueeze(op.Add(op.Range(zero, tq, one), op.Sub(tk, tq)), [1]) // (Tq, 1) absolute positions
       const cols = op.Unsqueeze(op.Range(zero, tk, one), [0]) // (1, Tk)
       return op.LessOrEqual(cols, rows) // (Tq, Tk)
+    },
+    block(name, fn, options = {}) {
+      const first = graph.nodes.length
+      const result = graph.scoped(name, fn)
+      const nodes = new Set(graph.nodes.slice(first).map((n) => n.id))
+      graph.blocks.push({ name, nodes, recompute: options.recompute ? [...options.recompute] : null })
+      return result
     },
     customOp: (opType, inputs, outputs, attrs = {}, domain = '') =>
       graph.addNode(null, opType, domain, inputs, attrs, outputs),

@@ -4,7 +4,16 @@ export { type GradientOptions, gradients } from './autodiff.ts'
 export { type Builder, createBuilder, type Helpers, type OpMethods } from './builder.ts'
 export { type AnyTypedArray, type DType, isFloat, type TypedArrayOf } from './dtype.ts'
 export { EngineRuntimeError, GradientError, GraphError, ShapeError, UnsupportedGradientError } from './errors.ts'
-export { type Attr, type ConstTensor, constTensor, Graph, type Node, type Value, type ValueInfo } from './ir.ts'
+export {
+  type Attr,
+  type Block,
+  type ConstTensor,
+  constTensor,
+  Graph,
+  type Node,
+  type Value,
+  type ValueInfo,
+} from './ir.ts'
 export { encodeModel, IR_VERSION, OPSET } from './onnx.ts'
 export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'
 export { OPS, type OpName } from './ops/index.ts'

@@ -54,6 +54,19 @@ export interface Node {
   readonly attrs: Attrs
 }
 
+/**
+ * A span of nodes built by `Builder.block` (a decoder layer, a chunk of logits). The backward pass enters
+ * the blocks one after another: a block's backward starts only once the block after it has finished its
+ * gradients, so the runtime cannot leave them (and the values they read) for the end. With `recompute`, the
+ * backward pass rebuilds the block's values from those inputs instead of keeping them from the forward pass
+ * (activation checkpointing); values the block reads besides them (weights, masks) are shared.
+ */
+export interface Block {
+  readonly name: string
+  readonly nodes: ReadonlySet<number>
+  readonly recompute: readonly Value[] | null
+}
+
 /** What shape inference says about one output. */
 export interface ValueInfo {
   dtype: DType
@@ -69,6 +82,8 @@ export class Graph {
   readonly inputs: Value[] = []
   readonly outputs: Value[] = []
   readonly nodes: Node[] = []
+  /** Node spans the backward pass takes one at a time, optionally recomputing them (`Builder.block`). */
+  readonly blocks: Block[] = []
   #names = new Set<string>()
   #values = new WeakSet<Value>()
   #nextId = 0

@@ -24,6 +24,12 @@ export interface RuntimeConfig {
   profilePrefix?: string
   /** Sessions kept, least recently used evicted first (default 32). */
   maxSessions?: number
+  /**
+   * ORT's CPU memory arena (default true). The arena keeps its peak for the session's life and grows in
+   * powers of two; without it, tensors go back to malloc at once (set MALLOC_MMAP_THRESHOLD_=65536 in the
+   * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.3).
+   */
+  memoryArena?: boolean
 }
 
 /** A model loaded into an engine; `id` is the sha256 of its bytes. */
@@ -67,6 +73,7 @@ export function resolvedConfig(
     executionProviders: config.executionProviders ?? ['cpu'],
     graphOptimizationLevel: config.graphOptimizationLevel ?? 'all',
     maxSessions: config.maxSessions ?? 32,
+    memoryArena: config.memoryArena ?? true,
     ...(config.profilePrefix ? { profilePrefix: config.profilePrefix } : {}),
   }
 }
@@ -100,6 +107,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
             ep === 'cpu' ? 'cpu' : { name: 'cuda', deviceId: ep.deviceId ?? 0 },
           ),
           logSeverityLevel: 3,
+          enableCpuMemArena: cfg.memoryArena,
           ...(cfg.profilePrefix ? { enableProfiling: true, profileFilePrefix: cfg.profilePrefix } : {}),
         }).catch((error: unknown) => {
           sessions.delete(id)

@@ -160,6 +160,7 @@ function mlp(m: Common, l: number, x: Value): Value {
 function decoder(
   m: Common,
   caches?: Array<LayerCache & { mask: Value }>,
+  recomputeLayers = false,
 ): { hidden: Value; newK: Value[]; newV: Value[] } {
   const { op, c } = m
   const eps = { epsilon: c.rmsNormEps }
@@ -169,14 +170,16 @@ function decoder(
   const newK: Value[] = []
   const newV: Value[] = []
   for (let l = 0; l < c.numLayers; l++) {
-    x = op.scope(`layer${l}`, () => {
+    const layer = () => {
       const p = `model.layers.${l}`
       const a = attention(m, l, op.RMSNormalization(x, param(m, `${p}.input_layernorm.weight`), eps), mask, caches?.[l])
       newK.push(a.newK)
       newV.push(a.newV)
       const h = op.Add(x, a.hidden)
       return op.Add(h, mlp(m, l, op.RMSNormalization(h, param(m, `${p}.post_attention_layernorm.weight`), eps)))
-    })
+    }
+    // recomputed: only the layer's input stays alive for the backward pass, the layer runs again there
+    x = op.block(`layer${l}`, layer, recomputeLayers ? { recompute: [x] } : {})
   }
   return { hidden: op.RMSNormalization(x, param(m, 'model.norm.weight'), eps), newK, newV }
 }
@@ -275,23 +278,83 @@ export interface TokenScores {
   entropy: Value
 }
 
+/** How score and train graphs are laid out; none of it changes what they compute (beyond rounding). */
+export interface GraphOptions {
+  /**
+   * Rows (tokens) of the (B·T, V) logits are computed in this many chunks, each a recompute region, so only
+   * one chunk's logits are alive at a time in the forward and the backward pass: memory of a vocabulary-sized
+   * tensor stays that of about 8,192 columns whatever the vocabulary. Default `defaultLogitChunks(config)`.
+   */
+  logitChunks?: number
+  /** Train graphs keep only each decoder layer's input and run the layer again in the backward pass. */
+  recomputeLayers?: boolean
+}
+
+/** Vocabulary / 8,192 chunks, rounded (1, i.e. no chunking, for vocabularies up to 12,288). */
+export function defaultLogitChunks(c: ModelConfig): number {
+  return Math.max(1, Math.round(c.vocabSize / 8192))
+}
+
+/** Log-prob of each target and entropy at each row of `hidden` (…, C) → (…). */
+function rowScores(m: Common, hidden: Value, targets: Value, invTemperature: Value): TokenScores {
+  const { op } = m
+  const logprobs = logSoftmaxScaled(m, hidden, invTemperature) // (…, V)
+  const logp = op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(targets, [-1]), -1), [-1])
+  const entropy = op.Neg(op.ReduceSum(op.Mul(op.Exp(logprobs), logprobs), [-1], { keepdims: 0 }))
+  return { logp, entropy }
+}
+
+/**
+ * The (B, T) scores over `chunks` row chunks of the flattened (B·T, C) hidden states: chunk i holds rows
+ * [i·s, min((i + 1)·s, B·T)) with s = ⌈B·T / chunks⌉ (empty chunks when B·T < chunks are harmless).
+ */
+function chunkedScores(m: Common, hidden: Value, targets: Value, invTemperature: Value, chunks: number): TokenScores {
+  const { op, c } = m
+  const rows = op.Reshape(hidden, [-1, c.hiddenSize]) // (N, C)
+  const flatTargets = op.Reshape(targets, [-1]) // (N)
+  const n = op.Shape(flatTargets) // [N]
+  const size = op.Div(op.Add(n, chunks - 1), chunks)
+  const logps: Value[] = []
+  const entropies: Value[] = []
+  for (let i = 0; i < chunks; i++) {
+    const start = op.Min(op.Mul(size, i), n)
+    const end = op.Min(op.Mul(size, i + 1), n)
+    const h = op.Slice(rows, start, end, [0])
+    const t = op.Slice(flatTargets, start, end, [0])
+    const scores = op.block(`logits${i}`, () => rowScores(m, h, t, invTemperature), { recompute: [h] })
+    logps.push(scores.logp)
+    entropies.push(scores.entropy)
+  }
+  const shape = op.Shape(targets)
+  return { logp: op.Reshape(op.Concat(logps, 0), shape), entropy: op.Reshape(op.Concat(entropies, 0), shape) }
+}
+
 /** The shared body of score and train graphs: per-token log-probs of `targets` and entropies. */
-function scoreBody(op: Builder, c: ModelConfig, dtype: FloatType): { m: Common; scores: TokenScores } {
+function scoreBody(
+  op: Builder,
+  c: ModelConfig,
+  dtype: FloatType,
+  options: GraphOptions,
+): { m: Common; scores: TokenScores } {
   const m = declare(op, c, dtype, 'T')
   const targets = op.input(IO.targets, 'int64', ['B', 'T'])
   const invTemperature = op.input(IO.invTemperature, dtype, [])
-  const { hidden } = decoder(m)
-  const logprobs = logSoftmaxScaled(m, hidden, invTemperature) // (B, T, V)
-  const logp = op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(targets, [-1]), 2), [-1])
-  const entropy = op.Neg(op.ReduceSum(op.Mul(op.Exp(logprobs), logprobs), [-1], { keepdims: 0 }))
-  return { m, scores: { logp, entropy } }
+  const { hidden } = decoder(m, undefined, options.recomputeLayers)
+  const chunks = options.logitChunks ?? defaultLogitChunks(c)
+  if (!(Number.isInteger(chunks) && chunks >= 1))
+    throw new RangeError(`logitChunks must be an integer ≥ 1, got ${chunks}`)
+  const scores =
+    chunks === 1
+      ? rowScores(m, hidden, targets, invTemperature)
+      : chunkedScores(m, hidden, targets, invTemperature, chunks)
+  return { m, scores }
 }
 
 /** Score: per-token log-probs and entropies of given tokens under given contexts; logits stay inside. */
-export function buildScoreGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
+export function buildScoreGraph(c: ModelConfig, dtype: FloatType = 'float32', options: GraphOptions = {}): Graph {
   const graph = new Graph('score')
   const op = createBuilder(graph)
-  const { scores } = scoreBody(op, c, dtype)
+  const { scores } = scoreBody(op, c, dtype, { ...options, recomputeLayers: false })
   op.output(scores.logp, IO.tokenLogprobs)
   op.output(scores.entropy, IO.entropy)
   return graph
@@ -309,10 +372,15 @@ export type LossBuilder = (
  * and `<parameter>_grad` for every parameter. The entropy is computed only when the loss (or an extra output)
  * uses it: encoding drops the nodes no output needs, and the (B, T, V) passes it costs are not free.
  */
-export function buildTrainGraph(c: ModelConfig, lossBuilder: LossBuilder, dtype: FloatType = 'float32'): Graph {
+export function buildTrainGraph(
+  c: ModelConfig,
+  lossBuilder: LossBuilder,
+  dtype: FloatType = 'float32',
+  options: GraphOptions = {},
+): Graph {
   const graph = new Graph('train')
   const op = createBuilder(graph)
-  const { m, scores } = scoreBody(op, c, dtype)
+  const { m, scores } = scoreBody(op, c, dtype, options)
   const { loss, extra } = lossBuilder(op, scores, dtype)
   op.output(loss, IO.loss)
   op.output(scores.logp, IO.tokenLogprobs)

@@ -7,6 +7,7 @@ import {
   buildTrainGraph,
   type DecodeSampling,
   type FloatType,
+  type GraphOptions,
   IO,
   type LossBuilder,
 } from './model.ts'
@@ -44,6 +45,8 @@ export interface TokenBatch {
 export class PolicyModel {
   readonly config: ModelConfig
   readonly dtype: FloatType
+  /** Layout of the score and train graphs (logit chunks, layer recomputation). */
+  readonly graphOptions: GraphOptions
   weights: Map<string, Float32Array>
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
@@ -57,11 +60,12 @@ export class PolicyModel {
     engine: Engine,
     config: ModelConfig,
     weights: Map<string, Float32Array>,
-    options: { dtype?: FloatType } = {},
+    options: { dtype?: FloatType; graph?: GraphOptions } = {},
   ) {
     this.#engine = engine
     this.config = config
     this.dtype = options.dtype ?? 'float32'
+    this.graphOptions = options.graph ?? {}
     this.weights = weights
     const { cos, sin } = ropeTables(config, config.maxPositions)
     this.#rope = {
@@ -97,7 +101,7 @@ export class PolicyModel {
   }
 
   scoreModel(): Promise<ModelHandle> {
-    this.#score ??= this.#load(encodeModel(buildScoreGraph(this.config, this.dtype)))
+    this.#score ??= this.#load(encodeModel(buildScoreGraph(this.config, this.dtype, this.graphOptions)))
     return this.#score
   }
 
@@ -121,7 +125,7 @@ export class PolicyModel {
 
   /** Loads a train graph for `lossBuilder` (the caller keeps the handle: one per loss form). */
   loadTrainModel(lossBuilder: LossBuilder): Promise<ModelHandle> {
-    return this.#load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype)))
+    return this.#load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype, this.graphOptions)))
   }
 
   #load(bytes: Uint8Array): Promise<ModelHandle> {

@@ -7,8 +7,8 @@ import type { PolicyModel } from './policy-model.ts'
  * Mean next-token negative log-likelihood over the targets a (B, T) `mask` input marks: the benchmarks' loss,
  * the one a PyTorch cross-entropy reference computes.
  */
-export const meanNll: LossBuilder = (op, scores) => {
-  const mask = op.input('mask', 'float32', ['B', 'T'])
+export const meanNll: LossBuilder = (op, scores, dtype) => {
+  const mask = op.input('mask', dtype, ['B', 'T'])
   return {
     loss: op.Neg(
       op.Div(

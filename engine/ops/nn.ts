@@ -28,7 +28,8 @@ export const MatMul = defineOp({
     return [{ dtype, shape: out }]
   },
   // dA = dY · Bᵀ, dB = Aᵀ · dY, each reduced over broadcast batch axes; 1-D operands are lifted to
-  // matrices ([K] → [1,K] on the left, [K,1] on the right) and dropped again after.
+  // matrices ([K] → [1,K] on the left, [K,1] on the right) and dropped again after. A 2-D B (a weight) under a
+  // batched A gets dB from A and dY flattened to rows: the batch sum happens inside one GEMM.
   vjp: (op, { x: [a, b], dy, needs }): Grads => {
     const aVec = a!.shape.length === 1
     const bVec = b!.shape.length === 1
@@ -43,7 +44,12 @@ export const MatMul = defineOp({
       if (aVec) da = op.Squeeze(da, [0])
     }
     if (needs[1]) {
-      db = op.sumTo(op.MatMul(op.transposeLast(a2), g), b2)
+      const k = a2.shape[a2.shape.length - 1]
+      const n = b2.shape[1]
+      if (b2.shape.length === 2 && a2.shape.length > 2 && typeof k === 'number' && typeof n === 'number') {
+        // a weight matrix under batched inputs: one (K, B·T) × (B·T, N) product instead of B products and a sum
+        db = op.MatMul(op.Transpose(op.Reshape(a2, [-1, k]), [1, 0]), op.Reshape(g, [-1, n]))
+      } else db = op.sumTo(op.MatMul(op.transposeLast(a2), g), b2)
       if (bVec) db = op.Squeeze(db, [1])
     }
     return [da, db]

@@ -43,7 +43,7 @@ export const ReduceSum = defineOp({
   build: reduceBuild,
   infer: reduceInfer('ReduceSum'),
   vjp: (op, { x: [x, axes], dy, attrs }): Grads => [
-    op.Expand(keptGradient(op, dy, axes ?? null, attrs.int('keepdims', 1) === 1), op.Shape(x!)),
+    op.Expand(keptGradient(op, dy, axes ?? null, attrs.int('keepdims', 1) === 1), op.shapeOf(x!)),
     null,
   ],
 })
@@ -56,7 +56,7 @@ export const ReduceMean = defineOp({
   vjp: (op, { x: [x, axes], y: [y], dy, attrs }): Grads => {
     const n = op.Cast(op.Div(op.Size(x!), op.Size(y!)), x!.dtype)
     return [
-      op.Expand(op.Div(keptGradient(op, dy, axes ?? null, attrs.int('keepdims', 1) === 1), n), op.Shape(x!)),
+      op.Expand(op.Div(keptGradient(op, dy, axes ?? null, attrs.int('keepdims', 1) === 1), n), op.shapeOf(x!)),
       null,
     ]
   },

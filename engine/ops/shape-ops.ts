@@ -97,7 +97,7 @@ export const Reshape = defineOp({
     }
     return [{ dtype: x.dtype, shape: out }]
   },
-  vjp: (op, { x: [x], dy }): Grads => [op.Reshape(dy, op.Shape(x!)), null],
+  vjp: (op, { x: [x], dy }): Grads => [op.Reshape(dy, op.shapeOf(x!)), null],
 })
 
 export const Transpose = defineOp({
@@ -162,7 +162,7 @@ export const Squeeze = defineOp({
     const known = x.known && x.shape.length === 1 && set.size === 1 ? x.known : undefined
     return [{ dtype: x.dtype, shape: x.shape.filter((_, i) => !set.has(i)), ...(known ? { known } : {}) }]
   },
-  vjp: (op, { x: [x, axes], dy }): Grads => [axes ? op.Unsqueeze(dy, axes) : op.Reshape(dy, op.Shape(x!)), null],
+  vjp: (op, { x: [x, axes], dy }): Grads => [axes ? op.Unsqueeze(dy, axes) : op.Reshape(dy, op.shapeOf(x!)), null],
 })
 
 export const Concat = defineOp({
@@ -192,7 +192,7 @@ export const Concat = defineOp({
   vjp: (op, { x: xs, dy, attrs }): Grads => {
     const axis = attrs.int('axis')
     const sizes = op.Concat(
-      xs.map((x) => op.Gather(op.Shape(x!), op.ints([axis < 0 ? axis + x!.shape.length : axis]))),
+      xs.map((x) => op.Gather(op.shapeOf(x!), op.ints([axis < 0 ? axis + x!.shape.length : axis]))),
       0,
     )
     return op.Split(dy, sizes, axis)
@@ -260,7 +260,7 @@ export const Slice = defineOp({
       throw new UnsupportedGradientError(node.opType, node.name, 'gradient only for step 1')
     }
     const axes = axesIn ?? op.ints(x!.shape.map((_, i) => i).slice(0, staticLength('Slice', starts!)))
-    const dims = op.Gather(op.Shape(x!), axes)
+    const dims = op.Gather(op.shapeOf(x!), axes)
     const clampIndex = (i: Value) => {
       const resolved = op.Where(op.Less(i, op.ints([0])), op.Add(i, dims), i)
       return op.Max(op.Min(resolved, dims), op.ints([0]))

@@ -121,7 +121,7 @@ describe('LoRA graphs', () => {
     [4, 4, 30],
   ]
 
-  it('gives the logits of the merged weights W + (alpha/r)·B·A (float64, every target)', async () => {
+  it('gives the logits of the merged weights W + (alpha/r)·B·A (float64, every target)', async (t) => {
     const adapters = trainedAdapters(ALL, 8)
     const withAdapters = new PolicyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: ALL, adapters } })
     const merged = new PolicyModel(engine, SMALL, mergeLora(weights, adapters, SMALL, ALL), { dtype: 'float64' })
@@ -129,12 +129,13 @@ describe('LoRA graphs', () => {
     const [a, m, p] = await Promise.all([withAdapters, merged, plain].map((model) => model.logits(sequences)))
     let gap = 0
     let effect = 0
-    a?.forEach((row, i) =>
+    a?.forEach((row, i) => {
       row.forEach((v, j) => {
         gap = Math.max(gap, Math.abs(v - (m?.[i]?.[j] as number)))
         effect = Math.max(effect, Math.abs(v - (p?.[i]?.[j] as number)))
-      }),
-    )
+      })
+    })
+    t.diagnostic(`max |Δlogit| adapter graph vs merged ${gap.toExponential(2)}; adapters vs base ${effect.toFixed(3)}`)
     // the merge rounds W + ΔW to float32 once: the gap is float32 rounding of the weights, not float64's
     assert.ok(gap < 1e-5, `adapter graph vs merged weights: max |Δlogit| ${gap}`)
     assert.ok(effect > 0.1, `the adapters change the logits (max |Δ| ${effect})`)
@@ -167,7 +168,7 @@ describe('LoRA graphs', () => {
     assert.equal(fullBackward, 2 * (2 * L + 7 * L + 1)) // the full graph: both inputs' gradients of every product
   })
 
-  it('has adapter gradients equal to directional finite differences (float64, every A and B)', async () => {
+  it('has adapter gradients equal to directional finite differences (float64, every A and B)', async (t) => {
     const lora: LoraConfig = { rank: 3, alpha: 6, dropout: 0, targets: LORA_TARGETS }
     const adapters = trainedAdapters(lora, 12, 0.3)
     const model = new PolicyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: lora, adapters } })
@@ -205,6 +206,9 @@ describe('LoRA graphs', () => {
         `${spec.name}: analytic ${analytic} vs numeric ${numeric}`,
       )
     }
+    t.diagnostic(
+      `worst relative gap analytic vs finite difference over ${model.trainableSpecs().length} tensors: ${worst.toExponential(2)}`,
+    )
     assert.ok(worst < 1e-5)
   })
 

@@ -2,12 +2,11 @@
 // y = x·Wᵀ + (alpha / r)·(x·Aᵀ)·Bᵀ with A (r, in) and B (out, r); the base weights stay frozen. Names, init and
 // the saved files follow PEFT (adapter_config.json + adapter_model.safetensors), so PEFT loads what we write.
 import type { ModelConfig } from './config.ts'
+import { LORA_TARGETS, type LoraTarget } from './lora-targets.ts'
 import { decodeSafetensors, encodeSafetensors, fromFloat32, type RawTensor, toFloat32 } from './safetensors.ts'
 import type { UniformSource } from './sampling.ts'
 
-/** The projections an adapter may target, by their Hugging Face module names. */
-export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const
-export type LoraTarget = (typeof LORA_TARGETS)[number]
+export { LORA_TARGETS, type LoraTarget }
 
 export interface LoraConfig {
   rank: number

@@ -4,19 +4,24 @@ import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
-import { toCheckpoint, update } from '../core/index.ts'
+import { mixSeed } from '../../envs/rng.ts'
+import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
 import { lossTerms } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
-const needs = (c: RunConfig) => ({ terms: lossTerms(c.algorithm), settings: c.stage2 })
+const needs = (c: RunConfig) => ({
+  terms: lossTerms(c.algorithm),
+  settings: c.stage2,
+  ...(c.model.lora ? { lora: c.model.lora, seed: c.seed } : {}),
+})
 
 export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, UpdateSummary> = {
   describe: () => 'update',
   needs,
-  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings }, read) {
+  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings, lora, seed }, read) {
     const inputs: Record<string, string> = { snapshot: snapshot.sha256, rescore: scoredRef.sha256 }
     rollouts.forEach((r, i) => {
       inputs[`rollouts/${i}`] = r.sha256
@@ -28,11 +33,13 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         const snap = await read.snapshot(snapshot)
         const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
         const { policy, optimizer } = await read.policy(snap.acting)
+        // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
+        const fresh = lora ? withLora(policy, lora, mixSeed(seed ?? 0, iteration, LORA_SEED)) : false
         const updated = await update(policy, {
           samples,
           terms,
           settings,
-          ...(optimizer ? { optimizerState: optimizer } : {}),
+          ...(optimizer && !fresh ? { optimizerState: optimizer } : {}),
         })
         const stats = numericStats(updated.metrics, ['loss', 'pgLoss', 'gradNorm'])
         for (const name of ['kl', 'entropy', 'opdLoss'] as const) {

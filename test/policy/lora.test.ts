@@ -2,8 +2,10 @@
 // differences (float64), and a train step that moves the adapters only.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import { toCheckpoint } from '../../activities/core/index.ts'
 import { AdamW, createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
+import { type Checkpoint, CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { initWeights } from '../../policy/init.ts'
 import {
   decodePeftAdapter,
@@ -20,6 +22,8 @@ import { parameterSpecs } from '../../policy/parameters.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
 import { decodeSafetensors } from '../../policy/safetensors.ts'
 import { meanNll, trainStep } from '../../policy/train-step.ts'
+import { parseRunConfig, runConfig } from '../../seed/config.ts'
+import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
 import { SMALL } from './small-config.ts'
 
 const ALL: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: LORA_TARGETS }
@@ -234,3 +238,68 @@ describe('LoRA graphs', () => {
     )
   })
 })
+
+describe('LoRA checkpoints and run config', () => {
+  const engine = createLocalEngine({ threads: 1 })
+  after(() => engine.close())
+  const weights = initWeights(SMALL, mulberry32(5), 0.3)
+  const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] }
+
+  it('stores merged weights in model.safetensors, the PEFT adapter and the base beside; loads the adapter graphs back', async () => {
+    const adapters = trainedAdapters(lora, 31)
+    const trained = new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters } })
+    const policy = { model: trained, codec: undefined as never, checkpoint: checkpointOf(weights) }
+    const files = encodeCheckpoint(toCheckpoint(policy))
+    assert.deepEqual(Object.keys(files).sort(), [
+      'adapter/adapter_config.json',
+      'adapter/adapter_model.safetensors',
+      'config.json',
+      'lora_base.safetensors',
+      'model.safetensors',
+    ])
+    const back = decodeCheckpoint(files)
+    assert.deepEqual(back.lora?.config, lora)
+    assert.deepEqual(back.lora?.base, weights)
+    assert.deepEqual(back.lora?.adapters, adapters)
+    assert.deepEqual(back.weights, mergeLora(weights, adapters, SMALL, lora))
+    const items = [{ context: [3, 4, 9], response: [5, 6, 1] }]
+    const loaded = new PolicyModel(engine, SMALL, back.lora?.base as Map<string, Float32Array>, {
+      lora: { config: lora, adapters: back.lora?.adapters as Map<string, Float32Array> },
+    })
+    assert.deepEqual(await loaded.score(items), await trained.score(items))
+    const merged = await new PolicyModel(engine, SMALL, back.weights).score(items)
+    const exact = await trained.score(items)
+    merged[0]?.logprobs.forEach((v, i) => assert.ok(Math.abs(v - (exact[0]?.logprobs[i] as number)) < 1e-4))
+  })
+
+  it('refuses a LoRA checkpoint that lacks its base', () => {
+    const policy = {
+      model: new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters: trainedAdapters(lora, 3) } }),
+      codec: undefined as never,
+      checkpoint: checkpointOf(weights),
+    }
+    const { 'lora_base.safetensors': _base, ...files } = encodeCheckpoint(toCheckpoint(policy))
+    assert.throws(
+      () => decodeCheckpoint(files, 'ck/'),
+      new CheckpointError(
+        'ck/: a LoRA checkpoint needs adapter/adapter_config.json, adapter/adapter_model.safetensors and lora_base.safetensors',
+      ),
+    )
+  })
+
+  it('gives model.lora PEFT defaults and refuses dropout', () => {
+    const base = smokeSokobanPreset()
+    const parsed = runConfig({ ...base, model: { ...base.model, lora: {} } })
+    assert.deepEqual(parsed.model.lora, { rank: 8, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] })
+    const refused = parseRunConfig({ ...base, model: { ...base.model, lora: { dropout: 0.05 } } })
+    assert.ok(!refused.ok)
+    assert.ok(
+      refused.problems.some((p) => p.includes('model.lora.dropout') && p.includes('LoRA dropout is not implemented')),
+      refused.problems.join('\n'),
+    )
+  })
+})
+
+function checkpointOf(weights: Map<string, Float32Array>): Checkpoint {
+  return { config: SMALL, weights, eosIds: [2] }
+}

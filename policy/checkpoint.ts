@@ -101,7 +101,11 @@ export function decodeCheckpoint(files: CheckpointFiles, source = 'checkpoint'):
       throw new CheckpointError(
         `${source}: a LoRA checkpoint needs adapter/adapter_config.json, adapter/adapter_model.safetensors and lora_base.safetensors`,
       )
-    const { lora, adapters } = decodePeftAdapter(config, { config: adapterConfig, model: adapterModel }, `${source}adapter`)
+    const { lora, adapters } = decodePeftAdapter(
+      config,
+      { config: adapterConfig, model: adapterModel },
+      `${source}adapter`,
+    )
     const base = weightsFromTensors(
       config,
       decodeSafetensors(baseBytes, `${source}/lora_base.safetensors`).tensors,

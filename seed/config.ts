@@ -3,9 +3,9 @@
 // environment names and step caps are mirrored here and kept equal to `envs/` by a test. The presets (the
 // paper's, the CPU ones, the smoke run) are in seed/presets/.
 import { z } from 'zod'
+import { LORA_TARGETS } from '../policy/lora-targets.ts'
 import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
 import { issueProblems } from './config-problems.ts'
-import { LORA_TARGETS } from '../policy/lora-targets.ts'
 
 /** The environments of `envs/ENVS` (a test checks the two agree). */
 export const RUN_ENV_NAMES = ['sokoban', 'ezpoints', 'household', 'shop', 'searchqa'] as const

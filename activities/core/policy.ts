@@ -1,11 +1,11 @@
 // A checkpoint loaded for acting, scoring and training: the model on an engine plus the text ↔ token codec
 // every phase shares, so that rollout, rescore, update and SFT tokenize a prompt the same way.
 import type { Engine } from '../../engine/index.ts'
+import { mulberry32 } from '../../envs/rng.ts'
 import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
 import { initLora, type LoraConfig } from '../../policy/lora.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
-import { mulberry32 } from '../../envs/rng.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
 
 export class CorePhaseError extends Error {

@@ -1,10 +1,11 @@
 // Update: the row's loss (activities/core/plan.ts lossTerms) over the rescored samples, one AdamW pass of
 // mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state.
+
+import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
-import { mixSeed } from '../../envs/rng.ts'
 import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
 import { lossTerms } from '../core/plan.ts'
 import { fatal } from '../failures.ts'

@@ -6,6 +6,7 @@ import { toCheckpoint } from '../../activities/core/index.ts'
 import { AdamW, createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { type Checkpoint, CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../policy/checkpoint.ts'
+import { exportStandaloneOnnx } from '../../policy/export.ts'
 import { initWeights } from '../../policy/init.ts'
 import {
   decodePeftAdapter,
@@ -271,6 +272,23 @@ describe('LoRA checkpoints and run config', () => {
     const exact = await trained.score(items)
     const gap = Math.max(...(merged[0]?.logprobs ?? []).map((v, i) => Math.abs(v - (exact[0]?.logprobs[i] as number))))
     assert.ok(gap < 1e-4, `merged-weight log-probs vs the adapter graph's: ${gap}`)
+  })
+
+  it('exports a standalone ONNX model with the adapters merged into its weights', async () => {
+    const adapters = trainedAdapters(lora, 17)
+    const model = new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters } })
+    const standalone = await engine.load(exportStandaloneOnnx(model, 'forward'))
+    const sequence = [3, 8, 1, 9, 14, 2]
+    const feeds = model.tokenBatch([{ context: sequence, response: [] }], 1).feeds
+    const onlyInputs = Object.fromEntries(
+      Object.entries(feeds).filter(([k]) => [IO.ids, IO.positions, IO.valid].includes(k as never)),
+    )
+    const exported = (await engine.run(standalone, onlyInputs))[IO.logits]?.data as Float32Array
+    const ours = (await model.logits([sequence]))[0] as Float64Array
+    const plain = (await new PolicyModel(engine, SMALL, weights).logits([sequence]))[0] as Float64Array
+    const gap = (a: ArrayLike<number>) => Math.max(...Array.from(ours, (v, i) => Math.abs(v - (a[i] as number))))
+    assert.ok(gap(exported) < 1e-4, `exported vs adapter graph: ${gap(exported)}`)
+    assert.ok(gap(plain) > 0.05, `the adapters matter (${gap(plain)})`)
   })
 
   it('refuses a LoRA checkpoint that lacks its base', () => {

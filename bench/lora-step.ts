@@ -1,9 +1,10 @@
 // Train step time and peak RSS with and without LoRA on SmolLM2-135M's shape (random weights), batch 4 × 256:
 // the full step (every weight's gradient, clipping, AdamW over 135M parameters) against LoRA steps (adapter
 // gradients only, AdamW over the adapters). Each variant runs in its own child process, so each peak RSS is its
-// own. Writes bench/results/lora.json.
+// own; the variants take turns over BENCH_ROUNDS rounds (a busy machine's load drifts), and each figure is the best
+// and the median over every round's steps. Writes bench/results/lora.json.
 //   node --import tsx bench/lora-step.ts            # all variants
-//   BENCH_REPEATS=3 SEEDFLOW_THREADS=2 node --import tsx bench/lora-step.ts
+//   BENCH_ROUNDS=2 BENCH_REPEATS=2 SEEDFLOW_THREADS=2 node --import tsx bench/lora-step.ts
 import { execFileSync } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
@@ -18,7 +19,8 @@ import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
-const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const B = 4
 const T = 256
 const SMOLLM2 = {
@@ -90,25 +92,47 @@ async function main(): Promise<void> {
   if (only >= 0) return child(process.argv[only + 1] as string)
   const c = fromHuggingFaceConfig(SMOLLM2)
   const before = loadavg()
-  const results = []
-  for (const name of Object.keys(VARIANTS)) {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', name], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 24,
-    })
-    const result = JSON.parse(out.trim().split('\n').at(-1) as string)
+  const runs: Record<
+    string,
+    Array<Record<string, unknown> & { stepSeconds: { all: number[] }; peakRssMiB: number }>
+  > = {}
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of Object.keys(VARIANTS)) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', name], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 24,
+      })
+      const run = JSON.parse(out.trim().split('\n').at(-1) as string)
+      process.stdout.write(
+        `round ${round + 1} ${name}: steps ${run.stepSeconds.all.map((x: number) => x.toFixed(2)).join(', ')} s, load ${(loadavg()[0] as number).toFixed(2)}\n`,
+      )
+      ;(runs[name] ??= []).push(run)
+    }
+  }
+  const results = Object.entries(runs).map(([name, list]) => {
+    const all = list.flatMap((r) => r.stepSeconds.all).sort((a, b) => a - b)
+    const first = list[0] as Record<string, unknown>
+    const result = {
+      variant: name,
+      trainableParameters: first.trainableParameters as number,
+      optimizerStateMiB: first.optimizerStateMiB,
+      graphLoadSeconds: list.map((r) => r.graphLoadSeconds),
+      stepSeconds: { min: all[0] as number, median: all[Math.floor(all.length / 2)] as number, all },
+      peakRssMiB: Math.max(...list.map((r) => r.peakRssMiB)),
+    }
     process.stdout.write(
       `${name}: step ${result.stepSeconds.min.toFixed(2)} s (median ${result.stepSeconds.median.toFixed(2)}), ` +
         `peak RSS ${(result.peakRssMiB / 1024).toFixed(2)} GiB, ${(result.trainableParameters / 1e6).toFixed(2)}M trained\n`,
     )
-    results.push(result)
-  }
+    return result
+  })
   const report = {
     date: new Date().toISOString(),
     shape: { name: 'SmolLM2-135M (random weights)', parameters: parameterCount(c), B, T },
     threads: THREADS,
     repeats: REPEATS,
-    step: 'train graph + clip + AdamW (trainStep), best and median of the repeats after one warm-up',
+    rounds: ROUNDS,
+    step: 'train graph + clip + AdamW (trainStep); each child: one warm-up step, then the timed repeats',
     loadAverage: { before, after: loadavg() },
     results,
   }

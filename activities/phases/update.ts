@@ -36,6 +36,13 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         const { policy, optimizer } = await read.policy(snap.acting)
         // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
         const fresh = lora ? withLora(policy, lora, mixSeed(seed ?? 0, iteration, LORA_SEED)) : false
+        const adapter = policy.model.lora?.config
+        if (!lora && adapter)
+          throw fatal(
+            `checkpoint ${snap.acting.prefix} carries a LoRA adapter (rank ${adapter.rank}, alpha ${adapter.alpha}, ` +
+              `targets ${adapter.targets.join(', ')}) but the run config has no model.lora: set it to the adapter's`,
+            'CorePhaseError',
+          )
         const updated = await update(policy, {
           samples,
           terms,

@@ -2,7 +2,7 @@
 // differences (float64), and a train step that moves the adapters only.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { toCheckpoint } from '../../activities/core/index.ts'
+import { CorePhaseError, toCheckpoint, withLora } from '../../activities/core/index.ts'
 import { AdamW, createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { type Checkpoint, CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../policy/checkpoint.ts'
@@ -302,6 +302,24 @@ describe('LoRA checkpoints and run config', () => {
       () => decodeCheckpoint(files, 'ck/'),
       new CheckpointError(
         'ck/: a LoRA checkpoint needs adapter/adapter_config.json, adapter/adapter_model.safetensors and lora_base.safetensors',
+      ),
+    )
+  })
+
+  it('puts fresh adapters on a policy without them and refuses another adapter shape on one with them', () => {
+    const policy = {
+      model: new PolicyModel(engine, SMALL, weights),
+      codec: undefined as never,
+      checkpoint: checkpointOf(weights),
+    }
+    assert.equal(withLora(policy, lora, 7), true)
+    assert.deepEqual(policy.model.lora?.config, lora)
+    assert.equal(withLora(policy, { ...lora }, 8), false, 'the same config keeps the trained adapters')
+    assert.throws(
+      () => withLora(policy, { ...lora, rank: 8 }, 7),
+      new CorePhaseError(
+        "the checkpoint's LoRA adapter (rank 4, alpha 8, targets q_proj, v_proj, down_proj) is not model.lora " +
+          "(rank 8, alpha 8, targets q_proj, v_proj, down_proj): an adapter's shape cannot change within a run",
       ),
     )
   })

@@ -106,7 +106,7 @@ async function main(): Promise<void> {
       process.stdout.write(
         `round ${round + 1} ${name}: steps ${run.stepSeconds.all.map((x: number) => x.toFixed(2)).join(', ')} s, load ${(loadavg()[0] as number).toFixed(2)}\n`,
       )
-      ;(runs[name] ??= []).push(run)
+      runs[name] = [...(runs[name] ?? []), run]
     }
   }
   const results = Object.entries(runs).map(([name, list]) => {

@@ -12,6 +12,7 @@ import { ApplicationFailure } from '@temporalio/common'
 export const FATAL_ERRORS: Readonly<Record<string, string>> = {
   IntegrityError: 'IntegrityError',
   CheckpointError: 'CheckpointError',
+  LoraError: 'LoraError',
   InvalidKeyError: 'InvalidKeyError',
   InvalidRunIdError: 'InvalidRunIdError',
   RunConfigError: 'RunConfigError',

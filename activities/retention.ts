@@ -69,7 +69,7 @@ export function planRetention(history: readonly CheckpointHistory[], policy: Ret
 /** The checkpoint files an iteration manifest lists (the update phase's outputs), by file name. */
 function checkpointEntries(manifest: Manifest, runId: string, k: number): Map<string, [string, ManifestEntry]> {
   const folder = new RegExp(
-    `^${keys.iterationPrefix(runId, k).replaceAll('.', '\\.')}checkpoint(\\.attempt-\\d+)?/([^/]+)$`,
+    `^${keys.iterationPrefix(runId, k).replaceAll('.', '\\.')}checkpoint(\\.attempt-\\d+)?/((?:adapter/)?[^/]+)$`, // LoRA: adapter/ (store/keys.ts)
   )
   const out = new Map<string, [string, ManifestEntry]>()
   for (const [key, entry] of Object.entries(manifest.artifacts)) {

@@ -55,6 +55,7 @@ async function copyVerified(store: ArtifactStore, key: string, expected: string,
       done(null, chunk)
     },
   })
+  await mkdir(dirname(path), { recursive: true }) // a LoRA checkpoint's adapter/ folder
   await pipeline(await store.getStream(key), hashing, createWriteStream(path, { flags: 'wx' }))
   const actual = hash.digest('hex')
   if (actual !== expected) throw new IntegrityError(key, expected, actual, 'not the checkpoint file its phase recorded')
@@ -72,6 +73,7 @@ async function placeInto(from: string, to: string, files: string[]): Promise<voi
   try {
     for (const file of files) {
       const target = join(to, file)
+      await mkdir(dirname(target), { recursive: true })
       try {
         // link (and copyFile with COPYFILE_EXCL across filesystems) fails on an existing target, never replaces it
         await link(join(from, file), target).catch((error) =>

@@ -27,7 +27,7 @@ export interface RuntimeConfig {
   /**
    * ORT's CPU memory arena (default true). The arena keeps its peak for the session's life and grows in
    * powers of two; without it, tensors go back to malloc at once (set MALLOC_MMAP_THRESHOLD_=65536 in the
-   * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.3).
+   * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.4).
    */
   memoryArena?: boolean
 }

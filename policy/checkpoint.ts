@@ -1,13 +1,23 @@
 import type { CheckpointFile } from '../store/keys.ts'
 import { chatTemplateOf } from './chat-template.ts'
 import { fromHuggingFaceConfig, type ModelConfig, toHuggingFaceConfig } from './config.ts'
+import { decodePeftAdapter, encodePeftAdapter, type LoraConfig } from './lora.ts'
 import { parameterSpecs } from './parameters.ts'
 import { decodeSafetensors, encodeSafetensors, fromFloat32, type RawTensor, toFloat32 } from './safetensors.ts'
+
+/** LoRA adapters of a checkpoint and the frozen base weights they apply to. */
+export interface CheckpointLora {
+  config: LoraConfig
+  adapters: Map<string, Float32Array>
+  base: Map<string, Float32Array>
+}
 
 /** A model's weights (float32, Hugging Face names), its config and, for our own models, its tokenizer. */
 export interface Checkpoint {
   config: ModelConfig
+  /** What the model computes: with LoRA, the merged weights W + (alpha / r)·B·A (`lora.base` holds W). */
   weights: Map<string, Float32Array>
+  lora?: CheckpointLora
   tokenizerJson?: object
   /** tokenizer_config.json of an imported model (chat template, special tokens); the built-in model has none. */
   tokenizerConfig?: Record<string, unknown>
@@ -18,6 +28,9 @@ export interface Checkpoint {
 export class CheckpointError extends Error {
   override name = 'CheckpointError'
 }
+
+/** adapter_config.json's base_model_name_or_path in a seedflow checkpoint. */
+const LORA_BASE_NOTE = 'seedflow checkpoint: config.json + lora_base.safetensors (the folder above this adapter)'
 
 /** Tensors some exporters write that carry nothing we need (recomputed rotary tables). */
 const IGNORED_TENSOR = /\.rotary_emb\.inv_freq$/
@@ -47,6 +60,18 @@ export function encodeCheckpoint(checkpoint: Checkpoint): CheckpointFiles {
     'model.safetensors': encodeSafetensors(tensors, { format: 'pt' }),
     'config.json': json(hfConfig),
   }
+  const lora = checkpoint.lora
+  if (lora) {
+    checkWeights(checkpoint.config, lora.base, 'checkpoint LoRA base')
+    const base = new Map<string, RawTensor>()
+    for (const spec of parameterSpecs(checkpoint.config))
+      base.set(spec.name, fromFloat32(lora.base.get(spec.name) as Float32Array, spec.shape))
+    // PEFT resolves base_model_name_or_path itself: here it names the file beside the adapter folder
+    const adapter = encodePeftAdapter(checkpoint.config, lora.config, lora.adapters, LORA_BASE_NOTE)
+    files['adapter/adapter_config.json'] = adapter.config
+    files['adapter/adapter_model.safetensors'] = adapter.model
+    files['lora_base.safetensors'] = encodeSafetensors(base, { format: 'pt' })
+  }
   if (checkpoint.tokenizerJson) files['tokenizer.json'] = json(checkpoint.tokenizerJson)
   if (checkpoint.tokenizerConfig) files['tokenizer_config.json'] = json(checkpoint.tokenizerConfig)
   return files
@@ -68,6 +93,26 @@ export function decodeCheckpoint(files: CheckpointFiles, source = 'checkpoint'):
     eosIds: Array.isArray(eos) ? eos : typeof eos === 'number' ? [eos] : [],
   }
   if (typeof hf.bos_token_id === 'number') checkpoint.bosId = hf.bos_token_id
+  const adapterConfig = files['adapter/adapter_config.json']
+  const adapterModel = files['adapter/adapter_model.safetensors']
+  const baseBytes = files['lora_base.safetensors']
+  if (adapterConfig || adapterModel || baseBytes) {
+    if (!adapterConfig || !adapterModel || !baseBytes)
+      throw new CheckpointError(
+        `${source}: a LoRA checkpoint needs adapter/adapter_config.json, adapter/adapter_model.safetensors and lora_base.safetensors`,
+      )
+    const { lora, adapters } = decodePeftAdapter(
+      config,
+      { config: adapterConfig, model: adapterModel },
+      `${source}adapter`,
+    )
+    const base = weightsFromTensors(
+      config,
+      decodeSafetensors(baseBytes, `${source}/lora_base.safetensors`).tensors,
+      `${source}/lora_base.safetensors`,
+    )
+    checkpoint.lora = { config: lora, adapters, base }
+  }
   const tokenizer = files['tokenizer.json']
   if (tokenizer) checkpoint.tokenizerJson = JSON.parse(Buffer.from(tokenizer).toString('utf8'))
   const tokenizerConfig = files['tokenizer_config.json']

@@ -4,6 +4,7 @@
 // Hugging Face names them; every log-prob comes from logits × inv_temperature.
 import { type Builder, constTensor, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
+import { type LoraConfig, loraScale, loraSpecs } from './lora.ts'
 import { POSITION_TABLE, parameterSpecs } from './parameters.ts'
 
 export type FloatType = 'float32' | 'float64'
@@ -42,6 +43,9 @@ interface Common {
   dtype: FloatType
   c: ModelConfig
   params: Map<string, Value>
+  /** LoRA adapter inputs by name (`<module>.lora_A.weight`, `.lora_B.weight`); empty without adapters. */
+  adapters: Map<string, Value>
+  loraScale: number
   ids: Value // (B, T) int64
   positions: Value // (B, T) int64
   valid: Value // (B, T) 1 = real token, 0 = padding
@@ -54,9 +58,14 @@ interface LayerCache {
   v: Value // (B, KV, S, D)
 }
 
-function declare(op: Builder, c: ModelConfig, dtype: FloatType, T: string): Common {
+function declare(op: Builder, c: ModelConfig, dtype: FloatType, T: string, lora?: LoraConfig): Common {
   const params = new Map<string, Value>()
   for (const spec of parameterSpecs(c)) params.set(spec.name, op.input(spec.name, dtype, spec.shape))
+  const adapters = new Map<string, Value>()
+  for (const spec of lora ? loraSpecs(c, lora) : []) {
+    adapters.set(spec.a.name, op.input(spec.a.name, dtype, spec.a.shape))
+    adapters.set(spec.b.name, op.input(spec.b.name, dtype, spec.b.shape))
+  }
   const ids = op.input(IO.ids, 'int64', ['B', T])
   const positions = op.input(IO.positions, 'int64', ['B', T])
   const valid = op.input(IO.valid, dtype, ['B', T])
@@ -65,7 +74,7 @@ function declare(op: Builder, c: ModelConfig, dtype: FloatType, T: string): Comm
   const sinTable = op.input(IO.ropeSin, dtype, ['P', c.headDim])
   const cos = op.Unsqueeze(op.Gather(cosTable, positions), [1]) // (B, 1, T, D)
   const sin = op.Unsqueeze(op.Gather(sinTable, positions), [1])
-  return { op, dtype, c, params, ids, positions, valid, cos, sin }
+  return { op, dtype, c, params, adapters, loraScale: lora ? loraScale(lora) : 0, ids, positions, valid, cos, sin }
 }
 
 function param(m: Common, name: string): Value {
@@ -74,10 +83,20 @@ function param(m: Common, name: string): Value {
   return p
 }
 
-/** x · Wᵀ (+ b), W in Hugging Face's (out, in) layout; ORT fuses the transpose into the MatMul. */
+/**
+ * x · Wᵀ (+ b), W in Hugging Face's (out, in) layout; ORT fuses the transpose into the MatMul. A projection
+ * with a LoRA adapter adds (alpha / r)·(x · Aᵀ) · Bᵀ: through the rank-r bottleneck, never a (out, in) product.
+ */
 function linear(m: Common, x: Value, prefix: string, bias: boolean): Value {
-  const y = m.op.MatMul(x, m.op.Transpose(param(m, `${prefix}.weight`), [1, 0]))
-  return bias ? m.op.Add(y, param(m, `${prefix}.bias`)) : y
+  const { op } = m
+  let y = op.MatMul(x, op.Transpose(param(m, `${prefix}.weight`), [1, 0]))
+  const a = m.adapters.get(`${prefix}.lora_A.weight`) // (r, in)
+  const b = m.adapters.get(`${prefix}.lora_B.weight`) // (out, r)
+  if (a && b) {
+    const low = op.MatMul(x, op.Transpose(a, [1, 0])) // (…, r)
+    y = op.Add(y, op.Mul(op.MatMul(low, op.Transpose(b, [1, 0])), m.loraScale))
+  }
+  return bias ? op.Add(y, param(m, `${prefix}.bias`)) : y
 }
 
 /** Rotate-half rotary embedding on the last axis (size D); cos and sin broadcast over heads. */
@@ -212,11 +231,11 @@ export function buildDecodeGraph(
   c: ModelConfig,
   dtype: FloatType = 'float32',
   sampling: DecodeSampling = 'logprobs',
-  options: { prefill?: boolean } = {},
+  options: { prefill?: boolean; lora?: LoraConfig } = {},
 ): Graph {
   const graph = new Graph(`${options.prefill ? 'prefill' : 'decode'}-${sampling}`)
   const op = createBuilder(graph)
-  const m = declare(op, c, dtype, 'T')
+  const m = declare(op, c, dtype, 'T', options.lora)
   // one temperature per row: a decode batch holds sequences sampled at different temperatures
   const invTemperature = op.Reshape(op.input(IO.invTemperature, dtype, ['B']), [-1, 1, 1]) // (B, 1, 1)
   // prefill starts from an empty cache: attending only among the prompt tokens skips S masked slots per query
@@ -261,10 +280,10 @@ export function buildDecodeGraph(
 }
 
 /** Full forward: raw logits (B, T, V) at every position (reference checks and deployment export). */
-export function buildForwardGraph(c: ModelConfig, dtype: FloatType = 'float32'): Graph {
+export function buildForwardGraph(c: ModelConfig, dtype: FloatType = 'float32', lora?: LoraConfig): Graph {
   const graph = new Graph('forward')
   const op = createBuilder(graph)
-  const m = declare(op, c, dtype, 'T')
+  const m = declare(op, c, dtype, 'T', lora)
   const { hidden } = decoder(m)
   const out = param(m, c.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight') // (V, C)
   op.output(op.MatMul(hidden, op.Transpose(out, [1, 0])), IO.logits)
@@ -278,7 +297,7 @@ export interface TokenScores {
   entropy: Value
 }
 
-/** How score and train graphs are laid out; none of it changes what they compute (beyond rounding). */
+/** How score and train graphs are laid out (none of it changes what they compute, beyond rounding), and adapters. */
 export interface GraphOptions {
   /**
    * Rows (tokens) of the (B·T, V) logits are computed in this many chunks, each a recompute region, so only
@@ -288,6 +307,8 @@ export interface GraphOptions {
   logitChunks?: number
   /** Train graphs keep only each decoder layer's input and run the layer again in the backward pass. */
   recomputeLayers?: boolean
+  /** LoRA adapters on the targeted projections (policy/lora.ts): unlike the layout, they change the function. */
+  lora?: LoraConfig
 }
 
 /** Vocabulary / 8,192 chunks, rounded (1, i.e. no chunking, for vocabularies up to 12,288). */
@@ -336,7 +357,7 @@ function scoreBody(
   dtype: FloatType,
   options: GraphOptions,
 ): { m: Common; scores: TokenScores } {
-  const m = declare(op, c, dtype, 'T')
+  const m = declare(op, c, dtype, 'T', options.lora)
   const targets = op.input(IO.targets, 'int64', ['B', 'T'])
   const invTemperature = op.input(IO.invTemperature, dtype, [])
   const { hidden } = decoder(m, undefined, options.recomputeLayers)
@@ -371,6 +392,8 @@ export type LossBuilder = (
  * Train: one run returns the loss, the per-token log-probs, any extra outputs of the loss builder (diagnostics)
  * and `<parameter>_grad` for every parameter. The entropy is computed only when the loss (or an extra output)
  * uses it: encoding drops the nodes no output needs, and the (B, T, V) passes it costs are not free.
+ * With `lora`, only the adapters get gradients (`<adapter>_grad`): the base weights are frozen inputs, and the
+ * weight-gradient MatMuls no output needs are dropped at encoding.
  */
 export function buildTrainGraph(
   c: ModelConfig,
@@ -385,6 +408,6 @@ export function buildTrainGraph(
   op.output(loss, IO.loss)
   op.output(scores.logp, IO.tokenLogprobs)
   for (const [name, value] of Object.entries(extra ?? {})) op.output(value, name)
-  gradients(op, loss, [...m.params.values()])
+  gradients(op, loss, options.lora ? [...m.adapters.values()] : [...m.params.values()])
   return graph
 }

@@ -1,5 +1,6 @@
 import { type Engine, encodeModel, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
+import { type LoraConfig, loraSpecs, mergeLora } from './lora.ts'
 import {
   buildDecodeGraph,
   buildForwardGraph,
@@ -38,9 +39,17 @@ export interface TokenBatch {
   lengths: number[]
 }
 
+/** LoRA adapters on a model: the config and the A / B tensors by name (policy/lora.ts). */
+export interface LoraAdapters {
+  config: LoraConfig
+  adapters: Map<string, Float32Array>
+}
+
 /**
  * A policy model over an engine: weights (Hugging Face names, float32 in memory), the rotary tables, and the
- * three graph kinds loaded on demand. Runs on whatever thread owns the engine.
+ * three graph kinds loaded on demand. Runs on whatever thread owns the engine. With LoRA adapters, `weights`
+ * are the frozen base and every graph (decode, score, forward, train) adds the adapters' path, so rollout,
+ * rescore and update compute the same policy; training updates the adapters only.
  */
 export class PolicyModel {
   readonly config: ModelConfig
@@ -48,6 +57,7 @@ export class PolicyModel {
   /** Layout of the score and train graphs (logit chunks, layer recomputation). */
   readonly graphOptions: GraphOptions
   weights: Map<string, Float32Array>
+  readonly lora?: LoraAdapters
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
   #decode = new Map<string, Promise<ModelHandle>>()
@@ -60,13 +70,14 @@ export class PolicyModel {
     engine: Engine,
     config: ModelConfig,
     weights: Map<string, Float32Array>,
-    options: { dtype?: FloatType; graph?: GraphOptions } = {},
+    options: { dtype?: FloatType; graph?: GraphOptions; lora?: LoraAdapters } = {},
   ) {
     this.#engine = engine
     this.config = config
     this.dtype = options.dtype ?? 'float32'
     this.graphOptions = options.graph ?? {}
     this.weights = weights
+    if (options.lora) this.lora = options.lora
     const { cos, sin } = ropeTables(config, config.maxPositions)
     this.#rope = {
       cos: this.#float([config.maxPositions, config.headDim], cos),
@@ -78,7 +89,7 @@ export class PolicyModel {
     return this.#engine
   }
 
-  /** Feeds for every weight and the rotary tables. */
+  /** Feeds for every weight, every adapter tensor and the rotary tables. */
   baseFeeds(): Feeds {
     const feeds: Feeds = { [IO.ropeCos]: this.#rope.cos, [IO.ropeSin]: this.#rope.sin }
     for (const spec of parameterSpecs(this.config)) {
@@ -86,7 +97,28 @@ export class PolicyModel {
       if (!w) throw new Error(`weight ${spec.name} is missing`)
       feeds[spec.name] = this.#float(spec.shape, w)
     }
+    for (const { name, shape } of this.lora ? this.trainableSpecs() : []) {
+      const t = this.lora?.adapters.get(name)
+      if (!t) throw new Error(`adapter tensor ${name} is missing`)
+      feeds[name] = this.#float(shape, t)
+    }
     return feeds
+  }
+
+  /** The tensors a train step updates: every weight, or with LoRA the adapters only (graph input order). */
+  trainableSpecs(): Array<{ name: string; shape: number[] }> {
+    if (!this.lora) return parameterSpecs(this.config)
+    return loraSpecs(this.config, this.lora.config).flatMap((s) => [s.a, s.b])
+  }
+
+  /** The tensors a train step updates, by name (the arrays themselves: AdamW updates them in place). */
+  trainable(): Map<string, Float32Array> {
+    return this.lora ? this.lora.adapters : this.weights
+  }
+
+  /** The weights with the adapters merged in (W + (alpha / r)·B·A), for export and serving; `weights` without. */
+  mergedWeights(): Map<string, Float32Array> {
+    return this.lora ? mergeLora(this.weights, this.lora.adapters, this.config, this.lora.config) : this.weights
   }
 
   /** The decode graph for steps over a cache, or (`prefill`) for a prompt with an empty cache. */
@@ -94,19 +126,20 @@ export class PolicyModel {
     const key = `${sampling}/${prefill}`
     let handle = this.#decode.get(key)
     if (!handle) {
-      handle = this.#load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill })))
+      const lora = this.lora ? { lora: this.lora.config } : {}
+      handle = this.#load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill, ...lora })))
       this.#decode.set(key, handle)
     }
     return handle
   }
 
   scoreModel(): Promise<ModelHandle> {
-    this.#score ??= this.#load(encodeModel(buildScoreGraph(this.config, this.dtype, this.graphOptions)))
+    this.#score ??= this.#load(encodeModel(buildScoreGraph(this.config, this.dtype, this.#graphOptions())))
     return this.#score
   }
 
   forwardModel(): Promise<ModelHandle> {
-    this.#forward ??= this.#load(encodeModel(buildForwardGraph(this.config, this.dtype)))
+    this.#forward ??= this.#load(encodeModel(buildForwardGraph(this.config, this.dtype, this.lora?.config)))
     return this.#forward
   }
 
@@ -125,7 +158,11 @@ export class PolicyModel {
 
   /** Loads a train graph for `lossBuilder` (the caller keeps the handle: one per loss form). */
   loadTrainModel(lossBuilder: LossBuilder): Promise<ModelHandle> {
-    return this.#load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype, this.graphOptions)))
+    return this.#load(encodeModel(buildTrainGraph(this.config, lossBuilder, this.dtype, this.#graphOptions())))
+  }
+
+  #graphOptions(): GraphOptions {
+    return this.lora ? { ...this.graphOptions, lora: this.lora.config } : this.graphOptions
   }
 
   #load(bytes: Uint8Array): Promise<ModelHandle> {

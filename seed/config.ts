@@ -3,6 +3,7 @@
 // environment names and step caps are mirrored here and kept equal to `envs/` by a test. The presets (the
 // paper's, the CPU ones, the smoke run) are in seed/presets/.
 import { z } from 'zod'
+import { LORA_TARGETS } from '../policy/lora-targets.ts'
 import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
 import { issueProblems } from './config-problems.ts'
 
@@ -68,6 +69,27 @@ const probability = () => z.number().min(0).max(1)
 const lr = () => z.number().positive().finite()
 const coefficient = () => z.number().min(0).finite()
 
+/**
+ * LoRA adapters (policy/lora.ts): Stage 1 SFT and the Stage 2 updates train rank-`rank` adapters on the `targets`
+ * projections with the base weights frozen, scaled by alpha / rank; checkpoints carry the adapters in PEFT's
+ * layout. Defaults are PEFT's LoraConfig defaults (r 8, lora_alpha 8, dropout 0, q_proj + v_proj for Llama).
+ * The built-in model's warm-start trains every weight (it starts from random weights).
+ */
+const Lora = z.strictObject({
+  rank: positiveInt().default(8),
+  alpha: z.number().positive().finite().default(8),
+  dropout: z
+    .number()
+    .min(0)
+    .max(0, 'LoRA dropout is not implemented (the train graphs have no dropout): set model.lora.dropout to 0')
+    .default(0),
+  targets: z
+    .array(z.enum(LORA_TARGETS))
+    .min(1)
+    .refine((t) => new Set(t).size === t.length, 'each target at most once')
+    .default(['q_proj', 'v_proj']),
+})
+
 /** The built-in decoder's shape (trained from scratch); the vocabulary size comes from the trained tokenizer. */
 const BuiltinModel = z.strictObject({
   kind: z.literal('builtin'),
@@ -82,6 +104,7 @@ const BuiltinModel = z.strictObject({
   vocabSize: z.number().int().min(260),
   /** A learned absolute position table on top of rotary attention (policy/config.ts `learnedPositions`). */
   learnedPositions: z.boolean().default(false),
+  lora: Lora.optional(),
 })
 
 /** A Hugging Face folder (config.json, model.safetensors, tokenizer.json) of a Llama or Qwen2 model. */
@@ -89,6 +112,7 @@ const ImportedModel = z.strictObject({
   kind: z.literal('imported'),
   folder: boundedString(MAX_PATH_LENGTH),
   maxPositions: positiveInt(),
+  lora: Lora.optional(),
 })
 
 const PromptSettings = z.strictObject({
@@ -384,6 +408,7 @@ export type EvaluationConfig = RunConfig['evaluation']
 export type RetentionConfig = RunConfig['retention']
 export type BuiltinModelConfig = z.infer<typeof BuiltinModel>
 export type ImportedModelConfig = z.infer<typeof ImportedModel>
+export type LoraSettings = z.infer<typeof Lora>
 
 export type ParsedRunConfig = { ok: true; config: RunConfig } | { ok: false; problems: string[] }
 

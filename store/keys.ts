@@ -21,7 +21,9 @@ export function assertValidRunId(runId: string): void {
 
 /**
  * Files of a checkpoint folder: safetensors + Hugging Face config + tokenizer (with tokenizer_config.json, which
- * carries the chat template, for imported models); optimizer state on iterations.
+ * carries the chat template, for imported models); optimizer state on iterations. A LoRA checkpoint's
+ * model.safetensors holds the merged weights (what the policy computes: serving and export read it as a plain
+ * model), `adapter/` the PEFT adapter and lora_base.safetensors the frozen base the adapter trains on.
  */
 export const CHECKPOINT_FILES = [
   'model.safetensors',
@@ -29,6 +31,9 @@ export const CHECKPOINT_FILES = [
   'config.json',
   'tokenizer.json',
   'tokenizer_config.json',
+  'adapter/adapter_config.json',
+  'adapter/adapter_model.safetensors',
+  'lora_base.safetensors',
 ] as const
 export type CheckpointFile = (typeof CHECKPOINT_FILES)[number]
 

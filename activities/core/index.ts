@@ -38,11 +38,13 @@ export {
   CorePhaseError,
   chatTemplateCodec,
   checkpointCodec,
+  LORA_SEED,
   loadPolicy,
   type Policy,
   type PromptCodec,
   promptCodec,
   toCheckpoint,
+  withLora,
 } from './policy.ts'
 export { compactGrid, fitPrompt, keepHistory, PromptBudgetError, stepPrompt } from './prompts.ts'
 export { type RescoreInput, type RescoreResult, type RescoreStats, rescore, type ScoredSample } from './rescore.ts'

@@ -1,8 +1,10 @@
 // A checkpoint loaded for acting, scoring and training: the model on an engine plus the text ↔ token codec
 // every phase shares, so that rollout, rescore, update and SFT tokenize a prompt the same way.
 import type { Engine } from '../../engine/index.ts'
+import { mulberry32 } from '../../envs/rng.ts'
 import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
+import { initLora, type LoraConfig } from '../../policy/lora.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
 
@@ -109,8 +111,50 @@ function endOfTurnId(tokenizer: TextTokenizer, template: ChatTemplate): number |
  */
 export function loadPolicy(engine: Engine, checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): Policy {
   const codec = checkpointCodec(checkpoint, kind)
-  const weights = new Map([...checkpoint.weights].map(([k, v]) => [k, v.slice()]))
-  return { model: new PolicyModel(engine, checkpoint.config, weights), codec, checkpoint }
+  const lora = checkpoint.lora
+  if (lora) {
+    // the adapter graphs over the frozen base: rollout, rescore and update compute the same function
+    const model = new PolicyModel(engine, checkpoint.config, copyWeights(lora.base), {
+      lora: { config: lora.config, adapters: copyWeights(lora.adapters) },
+    })
+    return { model, codec, checkpoint }
+  }
+  return { model: new PolicyModel(engine, checkpoint.config, copyWeights(checkpoint.weights)), codec, checkpoint }
+}
+
+function copyWeights(weights: Map<string, Float32Array>): Map<string, Float32Array> {
+  return new Map([...weights].map(([k, v]) => [k, v.slice()]))
+}
+
+/** The seed stream of fresh LoRA adapters (mixed with the run seed). */
+export const LORA_SEED = 0x10ba
+
+/**
+ * Puts fresh LoRA adapters (PEFT init, seeded) on a policy without adapters, so that training moves the adapters
+ * only; a policy that has adapters keeps them, and must have this config. Returns whether adapters were added
+ * (a fresh adapter's optimizer state is fresh too).
+ */
+export function withLora(policy: Policy, lora: LoraConfig, seed: number): boolean {
+  const have = policy.model.lora
+  if (have) {
+    const same =
+      have.config.rank === lora.rank &&
+      have.config.alpha === lora.alpha &&
+      have.config.targets.length === lora.targets.length &&
+      have.config.targets.every((t) => lora.targets.includes(t))
+    if (!same)
+      throw new CorePhaseError(
+        `the checkpoint's LoRA adapter (rank ${have.config.rank}, alpha ${have.config.alpha}, targets ` +
+          `${have.config.targets.join(', ')}) is not model.lora (rank ${lora.rank}, alpha ${lora.alpha}, targets ` +
+          `${lora.targets.join(', ')}): an adapter's shape cannot change within a run`,
+      )
+    return false
+  }
+  const c = policy.model.config
+  policy.model = new PolicyModel(policy.model.engine, c, policy.model.weights, {
+    lora: { config: lora, adapters: initLora(c, lora, mulberry32(seed)) },
+  })
+  return true
 }
 
 /** The codec `loadPolicy` gives a checkpoint (its chat template's, else `kind`'s); throws when it has none. */
@@ -123,8 +167,12 @@ export function checkpointCodec(checkpoint: Checkpoint, kind: 'builtin' | 'chatm
 
 /** The policy's current weights as a checkpoint (copies). */
 export function toCheckpoint(policy: Policy): Checkpoint {
+  const { model } = policy
+  const { lora: _previous, ...rest } = policy.checkpoint
+  if (!model.lora) return { ...rest, weights: copyWeights(model.weights) }
   return {
-    ...policy.checkpoint,
-    weights: new Map([...policy.model.weights].map(([k, v]) => [k, v.slice()])),
+    ...rest,
+    weights: model.mergedWeights(),
+    lora: { config: model.lora.config, adapters: copyWeights(model.lora.adapters), base: copyWeights(model.weights) },
   }
 }

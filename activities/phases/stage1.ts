@@ -1,9 +1,11 @@
 // Stage 1: the base policy's rollouts annotated by the oracle (annotate.ts), then supervised fine-tuning on
 // acting and skill-writing pairs → π_0, the start checkpoint and KL reference of the SEED rows.
+
+import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { CheckpointRef, RunRef, StageSummary } from '../contracts.ts'
-import { toCheckpoint, trainStage1 } from '../core/index.ts'
+import { LORA_SEED, toCheckpoint, trainStage1, withLora } from '../core/index.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { annotation } from './annotate.ts'
@@ -18,6 +20,7 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
       async compute({ store, attempt }) {
         const { policy } = await read.policy(base)
         const annotated = await annotation(store, run, config, policy, attempt)
+        if (config.model.lora) withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
         const trained = await trainStage1(policy, annotated, config)
         const stats = { ...numericStats(trained, ['firstLoss', 'lastLoss']), ...annotated.stats }
         const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)

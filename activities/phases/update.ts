@@ -1,22 +1,28 @@
 // Update: the row's loss (activities/core/plan.ts lossTerms) over the rescored samples, one AdamW pass of
 // mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state.
+
+import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
-import { toCheckpoint, update } from '../core/index.ts'
+import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
 import { lossTerms } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
-const needs = (c: RunConfig) => ({ terms: lossTerms(c.algorithm), settings: c.stage2 })
+const needs = (c: RunConfig) => ({
+  terms: lossTerms(c.algorithm),
+  settings: c.stage2,
+  ...(c.model.lora ? { lora: c.model.lora, seed: c.seed } : {}),
+})
 
 export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, UpdateSummary> = {
   describe: () => 'update',
   needs,
-  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings }, read) {
+  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings, lora, seed }, read) {
     const inputs: Record<string, string> = { snapshot: snapshot.sha256, rescore: scoredRef.sha256 }
     rollouts.forEach((r, i) => {
       inputs[`rollouts/${i}`] = r.sha256
@@ -28,11 +34,20 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         const snap = await read.snapshot(snapshot)
         const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
         const { policy, optimizer } = await read.policy(snap.acting)
+        // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
+        const fresh = lora ? withLora(policy, lora, mixSeed(seed ?? 0, iteration, LORA_SEED)) : false
+        const adapter = policy.model.lora?.config
+        if (!lora && adapter)
+          throw fatal(
+            `checkpoint ${snap.acting.prefix} carries a LoRA adapter (rank ${adapter.rank}, alpha ${adapter.alpha}, ` +
+              `targets ${adapter.targets.join(', ')}) but the run config has no model.lora: set it to the adapter's`,
+            'CorePhaseError',
+          )
         const updated = await update(policy, {
           samples,
           terms,
           settings,
-          ...(optimizer ? { optimizerState: optimizer } : {}),
+          ...(optimizer && !fresh ? { optimizerState: optimizer } : {}),
         })
         const stats = numericStats(updated.metrics, ['loss', 'pgLoss', 'gradNorm'])
         for (const name of ['kl', 'entropy', 'opdLoss'] as const) {

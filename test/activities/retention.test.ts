@@ -66,10 +66,13 @@ describe('retention plan', () => {
 const RUN = 'retention-run'
 const RUN_REF = { runId: RUN, configSha256: 'f'.repeat(64) }
 
+/** The files of a hand-made checkpoint (a LoRA one: adapter/ and lora_base.safetensors too), sorted as keys sort. */
+const STORED = CHECKPOINT_FILES.filter((f) => f !== 'tokenizer_config.json').sort()
+
 /** A hand-made finished iteration: its checkpoint files, its manifest, and an evaluation when `success` is given. */
 async function writeIteration(store: ArtifactStore, k: number, success: number | null): Promise<void> {
   const artifacts: Manifest['artifacts'] = {}
-  for (const file of CHECKPOINT_FILES.filter((f) => f !== 'tokenizer_config.json')) {
+  for (const file of STORED) {
     const info = await store.put(keys.checkpoint(RUN, k, file), Buffer.from(`${file} of iteration ${k}`))
     artifacts[info.key] = manifestEntry(info)
   }
@@ -124,9 +127,7 @@ describe('retention on a folder store', () => {
     await assert.rejects(applyRetention({ store }, RUN_REF, 3, p), /injected failure/)
     const record = (await getJson(store, keys.retentionRecord(RUN, 3))) as Manifest
     assert.deepEqual(Object.keys(record.artifacts).sort(), [
-      ...['config.json', 'model.safetensors', 'optimizer.safetensors', 'tokenizer.json'].map((f) =>
-        keys.checkpoint(RUN, 0, f as 'config.json'),
-      ),
+      ...STORED.map((f) => keys.checkpoint(RUN, 0, f)),
       keys.checkpoint(RUN, 1, 'optimizer.safetensors'),
       keys.checkpoint(RUN, 2, 'optimizer.safetensors'),
     ])
@@ -137,7 +138,7 @@ describe('retention on a folder store', () => {
 
     store.allow = true
     const finished = await applyRetention({ store }, RUN_REF, 3, p)
-    assert.equal(finished.deleted.length, 6)
+    assert.equal(finished.deleted.length, STORED.length + 2)
     assert.equal(await store.head(keys.checkpoint(RUN, 0, 'model.safetensors')), undefined)
     assert.ok(await store.head(keys.checkpoint(RUN, 1, 'model.safetensors')), 'evaluated: kept')
     assert.ok(await store.head(keys.checkpoint(RUN, 3, 'optimizer.safetensors')), 'the newest keeps its optimizer')
@@ -151,10 +152,10 @@ describe('retention on a folder store', () => {
     await applyRetention({ store }, RUN_REF, 4, policy({ keepLast: 2 }))
     const record = (await getJson(store, keys.retentionRecord(RUN, 4))) as Manifest
     assert.deepEqual(Object.keys(record.artifacts).sort(), [
-      ...['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => keys.checkpoint(RUN, 2, f as 'config.json')),
+      ...STORED.filter((f) => f !== 'optimizer.safetensors').map((f) => keys.checkpoint(RUN, 2, f)),
       keys.checkpoint(RUN, 3, 'optimizer.safetensors'),
     ])
-    assert.equal((await readPruned(store, RUN)).size, 10)
+    assert.equal((await readPruned(store, RUN)).size, STORED.length + 2 + STORED.length)
     assert.deepEqual((await applyRetention({ store }, RUN_REF, 4, policy({ keepLast: 2 }))).deleted, [], 'idempotent')
   })
 })

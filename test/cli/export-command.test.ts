@@ -11,7 +11,10 @@ import { after, before, describe, it } from 'node:test'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import { type ExportOptions, exportCommand } from '../../cli/export-command.ts'
 import { createLocalEngine } from '../../engine/index.ts'
+import { weightsFromTensors } from '../../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
+import { decodePeftAdapter, mergeLora } from '../../policy/lora.ts'
+import { decodeSafetensors } from '../../policy/safetensors.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { sha256Hex } from '../../store/hash.ts'
@@ -201,5 +204,55 @@ describe('seedflow export', () => {
     const unknown = await seedflow(['export', 'ghost', '--out', outDir()], env)
     assert.equal(unknown.code, 1)
     assert.match(unknown.err, /seedflow: unknown run ghost: no runs\/ghost\/run\.json/)
+  })
+})
+
+describe('seedflow export of a LoRA run', () => {
+  let root: string
+  let store: FsArtifactStore
+  const RUN_LORA = 'export-lora-run'
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'seedflow-export-lora-'))
+    store = new FsArtifactStore(join(root, 'artifacts'))
+    const engine = createLocalEngine({ threads: 1 })
+    const c = microConfig('seed')
+    await runMicro(createPipelineActivities({ store, engine }), RUN_LORA, {
+      ...c,
+      model: { ...c.model, lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'o_proj'] } },
+      evaluation: { ...c.evaluation, tasks: 2, every: 1 },
+    })
+    await engine.close()
+  })
+
+  after(() => rm(root, { recursive: true, force: true }))
+
+  it('writes the merged model at the top (transformers reads it), the PEFT adapter under adapter/ and the base', async () => {
+    const out = join(root, 'out')
+    const files = await exportCommand(RUN_LORA, { out }, quiet, store)
+    assert.deepEqual(files.map((f) => f.file).sort(), [
+      'adapter/adapter_config.json',
+      'adapter/adapter_model.safetensors',
+      'config.json',
+      'lora_base.safetensors',
+      'model.safetensors',
+      'tokenizer.json',
+    ])
+    for (const f of files) assert.equal(sha256Hex(await readFile(join(out, f.file))), (await store.head(f.key))?.sha256)
+    const { checkpoint } = await importHuggingFaceFolder(out)
+    const adapter = decodePeftAdapter(checkpoint.config, {
+      config: await readFile(join(out, 'adapter/adapter_config.json')),
+      model: await readFile(join(out, 'adapter/adapter_model.safetensors')),
+    })
+    assert.deepEqual(adapter.lora, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj', 'o_proj'] })
+    const base = decodeSafetensors(await readFile(join(out, 'lora_base.safetensors'))).tensors
+    const merged = mergeLora(
+      weightsFromTensors(checkpoint.config, base, 'lora_base.safetensors'),
+      adapter.adapters,
+      checkpoint.config,
+      adapter.lora,
+    )
+    const name = 'model.layers.0.self_attn.q_proj.weight'
+    assert.deepEqual(merged.get(name), checkpoint.weights.get(name), 'model.safetensors is base + adapter, merged')
   })
 })

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { type Client, WorkflowFailedError } from '@temporalio/client'
+import { auditRun } from '../../activities/audit.ts'
+import { loadCheckpoint } from '../../activities/checkpoint-store.ts'
 import type { RunPlan } from '../../activities/contracts.ts'
 import type { RolloutTrajectory } from '../../activities/core/index.ts'
 import { ITERATION_METRICS } from '../../activities/iteration-metrics.ts'
@@ -251,6 +253,51 @@ describe('seedRun end to end with the pipeline activities (real dev server, S3 s
     assert.ok(annotations)
     const evaluation = (await getJson(store, keys.stagePhaseManifest(runId, 'evaluate', 0))) as PhaseManifest
     assert.equal(evaluation.inputs.library, annotations.sha256, 'the base evaluation read the library')
+  })
+
+  it('trains LoRA adapters in Stage 1 and the update: the base stays frozen, the checkpoints carry the PEFT adapter, audit is clean', async () => {
+    const runId = `${RUN_ID}-lora`
+    const c = config('seed', 1)
+    const lora = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj', 'down_proj'] }
+    const result = await harness.run(runId, { ...c, model: { ...c.model, lora } })
+    assert.deepEqual(
+      evaluationLabels(result).map(([label]) => label),
+      ['base', 'stage 1', 'iteration 0'],
+    )
+    const base = await loadCheckpoint(store, {
+      prefix: keys.baseCheckpoint(runId, 'config.json').replace(/config\.json$/, ''),
+      sha256: '',
+    })
+    const folder = (k: string) => k.replace(/model\.safetensors$/, '')
+    const sft = await loadCheckpoint(store, {
+      prefix: folder(keys.sftCheckpoint(runId, 'model.safetensors')),
+      sha256: '',
+    })
+    const last = await loadCheckpoint(store, { prefix: result.checkpoint?.prefix ?? '', sha256: '' })
+    assert.equal(base.checkpoint.lora, undefined, 'the warm-start trains every weight')
+    for (const { checkpoint } of [sft, last]) {
+      assert.deepEqual(checkpoint.lora?.config, lora)
+      assert.deepEqual(checkpoint.lora?.base, base.checkpoint.weights, 'the base weights are frozen')
+    }
+    const moved = (name: string) =>
+      sft.checkpoint.lora?.adapters.get(name)?.some((v, i) => v !== last.checkpoint.lora?.adapters.get(name)?.[i])
+    assert.ok(moved('model.layers.0.self_attn.q_proj.lora_B.weight'), 'the update moved the adapters')
+    assert.ok(
+      sft.checkpoint.lora?.adapters.get('model.layers.0.mlp.down_proj.lora_B.weight')?.some((v) => v !== 0),
+      'Stage 1 trained B away from 0',
+    )
+    assert.deepEqual(
+      Object.keys(last.optimizer?.tensors ?? {}).every((n) => /\.lora_[AB]\.weight\.exp_avg(_sq)?$/.test(n)),
+      true,
+      'optimizer state for adapters only',
+    )
+    assert.ok(await store.head(`${result.checkpoint?.prefix}adapter/adapter_model.safetensors`))
+    const report = await auditRun(store, runId)
+    assert.deepEqual(report.broken, [])
+    // audit re-hashed what the update manifest records: the adapter files among them
+    const update = (await getJson(store, keys.phaseManifest(runId, 0, 'update', 0))) as PhaseManifest
+    for (const file of ['adapter/adapter_config.json', 'adapter/adapter_model.safetensors', 'lora_base.safetensors'])
+      assert.ok(update.outputs[file], `the update manifest records ${file}`)
   })
 
   it('skill-grpo: annotate, the base evaluation and one grpo iteration whose rollouts carry library skills', async () => {

@@ -34,10 +34,12 @@ async function run(options: GraphOptions, few = false): Promise<{ score: Fetches
 function maxDiff(a: Fetches, b: Fetches, names: string[]): number {
   let worst = 0
   for (const name of names) {
-    const x = a[name]!.data as Float64Array
-    const y = b[name]!.data as Float64Array
+    const x = a[name]?.data as Float64Array
+    const y = b[name]?.data as Float64Array
     assert.equal(x.length, y.length, name)
-    for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i]! - y[i]!))
+    x.forEach((v, i) => {
+      worst = Math.max(worst, Math.abs(v - (y[i] as number)))
+    })
   }
   return worst
 }

@@ -1,6 +1,7 @@
 // Against an independent implementation: transformers 5.24 / PyTorch 2.15 fixtures written by
 // test/fixtures/reference/make_fixtures.py (random-weight tiny Llama and Qwen2, a fixed batch, logits, the mean
 // next-token cross-entropy and every parameter's gradient). llama-bias has attention_bias: q, k, v and o_proj biases.
+// llama-lora: PEFT 0.21.2 over the llama fixture with an adapter seedflow wrote (write-lora-adapter.ts).
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, describe, it } from 'node:test'
@@ -8,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { createLocalEngine } from '../../engine/index.ts'
 import { encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
+import { decodePeftAdapter, LORA_TARGETS, mergeLora } from '../../policy/lora.ts'
 import { IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
@@ -100,5 +102,44 @@ describe('attention_bias round trip', () => {
     for (const [name, t] of theirs) assert.deepEqual(toFloat32(ours.get(name) as RawTensor), toFloat32(t), name)
     const config = JSON.parse(Buffer.from(files['config.json'] as Uint8Array).toString('utf8'))
     assert.equal(config.attention_bias, true)
+  })
+})
+
+describe('llama-lora: seedflow vs PEFT', () => {
+  const engine = createLocalEngine({ threads: 1 })
+  after(() => engine.close())
+
+  it('reproduces the logits of PEFT over the adapter seedflow wrote (max abs difference ≤ 1e-4), merged too', async (t) => {
+    const { checkpoint } = await importHuggingFaceFolder(fixture('llama'))
+    const adapter = decodePeftAdapter(checkpoint.config, {
+      config: await readFile(fixture('llama-lora', 'adapter/adapter_config.json')),
+      model: await readFile(fixture('llama-lora', 'adapter/adapter_model.safetensors')),
+    })
+    assert.deepEqual(adapter.lora.targets, LORA_TARGETS)
+    const { tensors, rows, T } = await loadExpected('llama-lora')
+    const V = checkpoint.config.vocabSize
+    const gap = (ours: Float64Array[], name: string) => {
+      const expected = toFloat32(tensors.get(name) as RawTensor)
+      let worst = 0
+      rows.forEach((_, b) => {
+        for (let i = 0; i < T * V; i++)
+          worst = Math.max(worst, Math.abs((ours[b]?.[i] as number) - (expected[b * T * V + i] as number)))
+      })
+      return worst
+    }
+    const lora = { config: adapter.lora, adapters: adapter.adapters }
+    const withAdapter = await new PolicyModel(engine, checkpoint.config, checkpoint.weights, { lora }).logits(rows)
+    const merged = mergeLora(checkpoint.weights, adapter.adapters, checkpoint.config, adapter.lora)
+    const plain = await new PolicyModel(engine, checkpoint.config, checkpoint.weights).logits(rows)
+    const worst = gap(withAdapter, 'logits')
+    const mergedWorst = gap(await new PolicyModel(engine, checkpoint.config, merged).logits(rows), 'merged_logits')
+    const effect = gap(plain, 'logits')
+    t.diagnostic(
+      `max |logits − PEFT| ${worst.toExponential(2)}; merged vs PEFT merge_and_unload ${mergedWorst.toExponential(2)}; ` +
+        `the adapter moves the logits by up to ${effect.toFixed(3)}`,
+    )
+    assert.ok(worst <= 1e-4, `max |logits − PEFT| = ${worst}`)
+    assert.ok(mergedWorst <= 1e-4, `merged: max |logits − PEFT merged| = ${mergedWorst}`)
+    assert.ok(effect > 0.1, `the adapter changes the logits (${effect})`)
   })
 })

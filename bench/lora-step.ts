@@ -1,0 +1,142 @@
+// Train step time and peak RSS with and without LoRA on SmolLM2-135M's shape (random weights), batch 4 × 256:
+// the full step (every weight's gradient, clipping, AdamW over 135M parameters) against LoRA steps (adapter
+// gradients only, AdamW over the adapters). Each variant runs in its own child process, so each peak RSS is its
+// own; the variants take turns over BENCH_ROUNDS rounds (a busy machine's load drifts), and each figure is the best
+// and the median over every round's steps. Writes bench/results/lora.json.
+//   node --import tsx bench/lora-step.ts            # all variants
+//   BENCH_ROUNDS=2 BENCH_REPEATS=2 SEEDFLOW_THREADS=2 node --import tsx bench/lora-step.ts
+import { execFileSync } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { loadavg } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { AdamW, createLocalEngine } from '../engine/index.ts'
+import { mulberry32 } from '../envs/rng.ts'
+import { fromHuggingFaceConfig } from '../policy/config.ts'
+import { initWeights } from '../policy/init.ts'
+import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
+import { parameterCount } from '../policy/parameters.ts'
+import { PolicyModel } from '../policy/policy-model.ts'
+import { meanNll, trainStep } from '../policy/train-step.ts'
+
+const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const B = 4
+const T = 256
+const SMOLLM2 = {
+  model_type: 'llama',
+  vocab_size: 49152,
+  hidden_size: 576,
+  intermediate_size: 1536,
+  num_hidden_layers: 30,
+  num_attention_heads: 9,
+  num_key_value_heads: 3,
+  head_dim: 64,
+  rms_norm_eps: 1e-5,
+  rope_theta: 100000,
+  max_position_embeddings: 8192,
+  tie_word_embeddings: true,
+}
+const VARIANTS: Record<string, LoraConfig | null> = {
+  full: null,
+  'lora r8 q,v': { rank: 8, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] },
+  'lora r8 all 7': { rank: 8, alpha: 16, dropout: 0, targets: LORA_TARGETS },
+}
+
+async function child(name: string): Promise<void> {
+  const lora = VARIANTS[name]
+  if (lora === undefined) throw new Error(`unknown variant ${name}`)
+  const c = { ...fromHuggingFaceConfig(SMOLLM2), maxPositions: 512 }
+  const weights = initWeights(c, mulberry32(2))
+  const engine = createLocalEngine({ threads: THREADS })
+  const model = new PolicyModel(
+    engine,
+    c,
+    weights,
+    lora ? { lora: { config: lora, adapters: initLora(c, lora, mulberry32(3)) } } : {},
+  )
+  const rng = mulberry32(4)
+  const items = Array.from({ length: B }, () => {
+    const ids = Array.from({ length: T + 1 }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3)))
+    return { context: ids.slice(0, 1), response: ids.slice(1) }
+  })
+  const batch = model.tokenBatch(items, 1)
+  const feeds = { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
+  let started = performance.now()
+  const train = await model.loadTrainModel(meanNll)
+  const loadSeconds = (performance.now() - started) / 1000
+  const optimizer = new AdamW({ weightDecay: 0.01 })
+  const seconds: number[] = []
+  for (let i = 0; i <= REPEATS; i++) {
+    started = performance.now()
+    await trainStep(model, train, feeds, optimizer, 1e-5)
+    if (i > 0) seconds.push((performance.now() - started) / 1000) // the first step is the warm-up
+  }
+  const trainable = [...model.trainable().values()].reduce((n, t) => n + t.length, 0)
+  const sorted = [...seconds].sort((a, b) => a - b)
+  process.stdout.write(
+    `${JSON.stringify({
+      variant: name,
+      trainableParameters: trainable,
+      optimizerStateMiB: (2 * trainable * 4) / 2 ** 20,
+      graphLoadSeconds: loadSeconds,
+      stepSeconds: { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], all: seconds },
+      peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    })}\n`,
+  )
+  await engine.close()
+}
+
+async function main(): Promise<void> {
+  const only = process.argv.indexOf('--child')
+  if (only >= 0) return child(process.argv[only + 1] as string)
+  const c = fromHuggingFaceConfig(SMOLLM2)
+  const before = loadavg()
+  const runs: Record<
+    string,
+    Array<Record<string, unknown> & { stepSeconds: { all: number[] }; peakRssMiB: number }>
+  > = {}
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of Object.keys(VARIANTS)) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', name], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 24,
+      })
+      const run = JSON.parse(out.trim().split('\n').at(-1) as string)
+      process.stdout.write(
+        `round ${round + 1} ${name}: steps ${run.stepSeconds.all.map((x: number) => x.toFixed(2)).join(', ')} s, load ${(loadavg()[0] as number).toFixed(2)}\n`,
+      )
+      runs[name] = [...(runs[name] ?? []), run]
+    }
+  }
+  const results = Object.entries(runs).map(([name, list]) => {
+    const all = list.flatMap((r) => r.stepSeconds.all).sort((a, b) => a - b)
+    const first = list[0] as Record<string, unknown>
+    const result = {
+      variant: name,
+      trainableParameters: first.trainableParameters as number,
+      optimizerStateMiB: first.optimizerStateMiB,
+      graphLoadSeconds: list.map((r) => r.graphLoadSeconds),
+      stepSeconds: { min: all[0] as number, median: all[Math.floor(all.length / 2)] as number, all },
+      peakRssMiB: Math.max(...list.map((r) => r.peakRssMiB)),
+    }
+    process.stdout.write(
+      `${name}: step ${result.stepSeconds.min.toFixed(2)} s (median ${result.stepSeconds.median.toFixed(2)}), ` +
+        `peak RSS ${(result.peakRssMiB / 1024).toFixed(2)} GiB, ${(result.trainableParameters / 1e6).toFixed(2)}M trained\n`,
+    )
+    return result
+  })
+  const report = {
+    date: new Date().toISOString(),
+    shape: { name: 'SmolLM2-135M (random weights)', parameters: parameterCount(c), B, T },
+    threads: THREADS,
+    repeats: REPEATS,
+    rounds: ROUNDS,
+    step: 'train graph + clip + AdamW (trainStep); each child: one warm-up step, then the timed repeats',
+    loadAverage: { before, after: loadavg() },
+    results,
+  }
+  await writeFile(fileURLToPath(new URL('results/lora.json', import.meta.url)), `${JSON.stringify(report, null, 2)}\n`)
+}
+
+await main()

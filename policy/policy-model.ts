@@ -1,5 +1,6 @@
 import { type Engine, encodeModel, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
+import { buildFusedDecodeGraph, FUSED_DOMAINS } from './decode-graph.ts'
 import {
   buildDecodeGraph,
   buildForwardGraph,
@@ -91,6 +92,18 @@ export class PolicyModel {
     let handle = this.#decode.get(key)
     if (!handle) {
       handle = this.#load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill })))
+      this.#decode.set(key, handle)
+    }
+    return handle
+  }
+
+  /** The fused (GroupQueryAttention) decode graph of decode-graph.ts; see `fusedDecodeUnsupported` first. */
+  fusedDecodeModel(sampling: DecodeSampling = 'in-graph', prefill = false): Promise<ModelHandle> {
+    const key = `fused/${sampling}/${prefill}`
+    let handle = this.#decode.get(key)
+    if (!handle) {
+      const graph = buildFusedDecodeGraph(this.config, sampling, { prefill })
+      handle = this.#load(encodeModel(graph, { domains: FUSED_DOMAINS }))
       this.#decode.set(key, handle)
     }
     return handle

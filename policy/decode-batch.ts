@@ -47,10 +47,18 @@ export interface DecodeBatchOptions {
    */
   compact?: boolean
   /**
-   * `fused` (default where the model allows it, see `fusedDecodeUnsupported`): decode-graph.ts's
-   * GroupQueryAttention graph, its cache updated in place by the run. `plain`: model.ts's portable graph.
+   * `plain` (default): model.ts's portable graph. `fused`: decode-graph.ts's GroupQueryAttention graph, its
+   * cache updated in place by the run (refused where the model does not allow it, see
+   * `fusedDecodeUnsupported`); `auto`: fused where allowed, else plain (`plainReason` says why). Not the
+   * default because it does not pay on ORT 1.30's CPU kernels (docs/benchmarks.md §6.3).
    */
-  graph?: 'fused' | 'plain'
+  graph?: 'auto' | 'fused' | 'plain'
+  /**
+   * `frozen`: the weights as they are now baked into the decode sessions (pre-packed once by ORT; re-loaded
+   * when they change, see PolicyModel.decodeSession); more memory and a load per policy version. `inputs`
+   * (default): weights fed to every run.
+   */
+  weights?: 'inputs' | 'frozen'
 }
 
 export class DecodeBatchError extends Error {
@@ -83,6 +91,7 @@ export class DecodeBatch {
   readonly #model: PolicyModel
   readonly #sampling: DecodeSampling | 'auto'
   readonly #compact: boolean
+  readonly #frozen: boolean
   readonly #base: Feeds
   /** Which decode graph runs, and (plain) why the fused one does not. */
   readonly graph: 'fused' | 'plain'
@@ -107,11 +116,15 @@ export class DecodeBatch {
     this.capacity = options.capacity
     this.#sampling = options.sampling ?? 'auto'
     this.#compact = options.compact ?? false
-    this.#base = model.baseFeeds()
-    const unsupported = fusedDecodeUnsupported(c, model.dtype)
-    if (options.graph === 'fused' && unsupported) throw new DecodeBatchError(`fused decode: ${unsupported}`)
-    this.graph = options.graph === 'plain' || unsupported ? 'plain' : 'fused'
-    if (this.graph === 'plain') this.plainReason = options.graph === 'plain' ? 'asked for' : unsupported
+    this.#frozen = options.weights === 'frozen'
+    if (this.#frozen && model.dtype !== 'float32')
+      throw new DecodeBatchError(`frozen decode weights are float32 only (this model runs in ${model.dtype})`)
+    this.#base = this.#frozen ? model.ropeFeeds() : model.baseFeeds()
+    const asked = options.graph ?? 'plain'
+    const unsupported = asked === 'plain' ? undefined : fusedDecodeUnsupported(c, model.dtype)
+    if (asked === 'fused' && unsupported) throw new DecodeBatchError(`fused decode: ${unsupported}`)
+    this.graph = asked === 'plain' || unsupported ? 'plain' : 'fused'
+    if (this.graph === 'plain') this.plainReason = asked === 'plain' ? 'asked for' : unsupported
     const S = this.capacity
     const per = this.rows * c.numKvHeads * c.headDim * S
     const buffer = () => (model.dtype === 'float64' ? new Float64Array(per) : new Float32Array(per))
@@ -284,7 +297,7 @@ export class DecodeBatch {
       ...this.#samplerFeeds(sampling, specs),
     }
     if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
-    const out = await model.engine.run(await model.fusedDecodeModel(sampling, true), feeds)
+    const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds)
     const S = this.capacity
     const KV = c.numKvHeads
     const D = c.headDim
@@ -352,7 +365,9 @@ export class DecodeBatch {
       outputs[FUSED_IO.presentK(l)] = k
       outputs[FUSED_IO.presentV(l)] = v
     }
-    const out = await model.engine.run(await model.fusedDecodeModel(sampling, false), feeds, { outputs })
+    const out = await model.engine.run(await model.decodeSession('fused', sampling, false, this.#frozen), feeds, {
+      outputs,
+    })
     for (let l = 0; l < c.numLayers; l++) {
       // the worker engine hands the moved buffers back in the result: keep those
       this.#kT[l] = rebound(this.#kT[l] as Float32Array, out[FUSED_IO.presentK(l)]?.data as Float32Array)
@@ -452,7 +467,7 @@ export class DecodeBatch {
         specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
       )
     }
-    return model.engine.run(await model.decodeModel(sampling, prefill), feeds)
+    return model.engine.run(await model.decodeSession('plain', sampling, prefill, this.#frozen), feeds)
   }
 
   #choose(

@@ -22,8 +22,10 @@ export interface GenerateOptions {
    * the returned (B, V) log-probs otherwise. Both use one uniform per sequence and step, in vocabulary order.
    */
   sampling?: DecodeSampling
-  /** The decode graph (DecodeBatchOptions.graph): default the fused one where the model allows it. */
-  graph?: 'fused' | 'plain'
+  /** The decode graph (DecodeBatchOptions.graph, default plain). */
+  graph?: 'auto' | 'fused' | 'plain'
+  /** Weights fed to every run, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
+  weights?: 'inputs' | 'frozen'
 }
 
 export interface Generation {
@@ -69,6 +71,7 @@ export async function generate(
     capacity: S,
     sampling,
     ...(options.graph ? { graph: options.graph } : {}),
+    ...(options.weights ? { weights: options.weights } : {}),
   })
   let sampled = await batch.admit(
     prompts.map((prompt, b) => ({

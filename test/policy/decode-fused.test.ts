@@ -135,18 +135,54 @@ describe('fused decode graph', () => {
     })
   }
 
-  it('is the default where the model allows it, and falls back to the plain graph with the reason', () => {
+  it('runs where asked (auto: where the model allows it), else the plain graph with the reason', () => {
     const fusedModel = new PolicyModel(engine, LLAMA, initWeights(LLAMA, mulberry32(7), 0.3))
-    assert.equal(new DecodeBatch(fusedModel, { rows: 1, capacity: 8 }).graph, 'fused')
-    const forced = new DecodeBatch(fusedModel, { rows: 1, capacity: 8, graph: 'plain' })
-    assert.equal(forced.graph, 'plain')
-    assert.equal(forced.plainReason, 'asked for')
+    assert.equal(new DecodeBatch(fusedModel, { rows: 1, capacity: 8 }).graph, 'plain')
+    assert.equal(new DecodeBatch(fusedModel, { rows: 1, capacity: 8 }).plainReason, 'asked for')
+    assert.equal(new DecodeBatch(fusedModel, { rows: 1, capacity: 8, graph: 'auto' }).graph, 'fused')
     const small = new PolicyModel(engine, SMALL, initWeights(SMALL, mulberry32(7), 0.3))
-    const fallback = new DecodeBatch(small, { rows: 1, capacity: 8 })
+    const fallback = new DecodeBatch(small, { rows: 1, capacity: 8, graph: 'auto' })
     assert.equal(fallback.graph, 'plain')
     assert.match(fallback.plainReason ?? '', /head size divisible by 16, got 8/)
     assert.throws(() => new DecodeBatch(small, { rows: 1, capacity: 8, graph: 'fused' }), /divisible by 16/)
     assert.match(fusedDecodeUnsupported(LLAMA, 'float64') ?? '', /no float64 CPU kernel/)
+  })
+
+  it('frozen weights (baked into the sessions) decode as fed weights do, and follow in-place updates', async () => {
+    const weights = initWeights(QWEN2, mulberry32(11), 0.3)
+    const model = new PolicyModel(engine, QWEN2, weights)
+    const run = (graph: 'fused' | 'plain', frozen: boolean) =>
+      generate(model, [PROMPTS[0] as number[], PROMPTS[4] as number[]], {
+        maxNewTokens: 24,
+        temperature: 0.9,
+        eosIds: [],
+        rngs: [mulberry32(1), mulberry32(2)],
+        graph,
+        weights: frozen ? 'frozen' : 'inputs',
+      })
+    const gap = (a: Awaited<ReturnType<typeof run>>, b: Awaited<ReturnType<typeof run>>) => {
+      assert.deepEqual(
+        a.sequences.map((s) => s.tokens),
+        b.sequences.map((s) => s.tokens),
+      )
+      return Math.max(
+        ...a.sequences.flatMap((s, i) =>
+          s.logprobs.map((lp, t) => Math.abs(lp - (b.sequences[i]?.logprobs[t] as number))),
+        ),
+      )
+    }
+    const fed = await run('plain', false)
+    assert.ok(gap(await run('plain', true), fed) <= 1e-5)
+    assert.ok(gap(await run('fused', true), fed) <= 1e-4)
+    // an optimizer step changes the weights in place: the frozen sessions must be rebuilt, not reused
+    for (const w of weights.values()) for (let i = 0; i < w.length; i++) w[i] = (w[i] as number) * 1.3
+    const fedAfter = await run('plain', false)
+    assert.notDeepEqual(
+      fedAfter.sequences.map((s) => s.logprobs),
+      fed.sequences.map((s) => s.logprobs),
+    )
+    assert.ok(gap(await run('plain', true), fedAfter) <= 1e-5)
+    assert.ok(gap(await run('fused', true), fedAfter) <= 1e-4)
   })
 
   it('gives the same tokens through the worker engine (cache buffers moved to the worker and back)', async () => {
@@ -155,7 +191,7 @@ describe('fused decode graph', () => {
       const weights = initWeights(LLAMA, mulberry32(7), 0.3)
       const decode = async (e: Engine) => {
         const model = new PolicyModel(e, LLAMA, weights)
-        const batch = new DecodeBatch(model, { rows: 2, capacity: 32, compact: true })
+        const batch = new DecodeBatch(model, { rows: 2, capacity: 32, compact: true, graph: 'fused' })
         return staggered(
           batch,
           [0, 1, 3].map((i) => ({ prompt: PROMPTS[i] as number[], temperature: 0.9, rng: mulberry32(50 + i) })),

@@ -109,7 +109,6 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
             ep === 'cpu' ? 'cpu' : { name: 'cuda', deviceId: ep.deviceId ?? 0 },
           ),
           logSeverityLevel: 3,
-          ...(process.env.ORT_NOSPIN ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
           ...(cfg.profilePrefix ? { enableProfiling: true, profileFilePrefix: cfg.profilePrefix } : {}),
         }).catch((error: unknown) => {
           sessions.delete(id)

@@ -1,7 +1,9 @@
-// npm run bench:decode-ab -- [bench|smollm2] [rows...]: the plain decode graph (model.ts) against the fused
-// one (decode-graph.ts), interleaved in one process on the same weights and prompts, greedy, the shapes of
+// node --import tsx bench/decode-ab.ts [bench|smollm2] [rows...]: decode variants (VARIANTS, default
+// plain/inputs,plain/frozen,fused/frozen: graph plain (model.ts) or fused (decode-graph.ts), weights fed or
+// frozen) interleaved in one process on the same weights and prompts, greedy, the shapes of
 // bench:engine --compare torch (bench 16 × (256 + 128); SmolLM2-135M 16 × (101 + 64), the real GGUF weights
-// when fetched). Prints min / median seconds (prefill included) and whether the tokens agree.
+// when fetched). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
+// wall time on a shared machine), and whether the tokens agree with the first variant.
 import { existsSync } from 'node:fs'
 import { homedir, loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -38,6 +40,7 @@ if (shape === 'bench') {
   newTokens = 64
 } else throw new Error(`unknown shape ${shape}`)
 
+const VARIANTS = (process.env.VARIANTS ?? 'plain/inputs,plain/frozen,fused/frozen').split(',')
 const engine = createLocalEngine({ threads: THREADS })
 const model = new PolicyModel(engine, config, weights)
 const rng = mulberry32(3)
@@ -50,49 +53,58 @@ for (const rows of rowsList.length > 0 ? rowsList : [16]) {
   const prompts = Array.from({ length: rows }, () =>
     Array.from({ length: prompt }, () => 3 + Math.floor(rng.next() * (config.vocabSize - 3))),
   )
-  const once = (graph: 'fused' | 'plain', n = newTokens) =>
-    generate(model, prompts, {
-      maxNewTokens: n,
+  const once = async (variant: string) => {
+    const [graph, w] = variant.split('/') as ['fused' | 'plain', 'inputs' | 'frozen']
+    const cpu = process.cpuUsage()
+    const out = await generate(model, prompts, {
+      maxNewTokens: newTokens,
       temperature: 1,
       greedy: true,
       eosIds: [],
       rngs: prompts.map((_, i) => mulberry32(i)),
       graph,
+      weights: w,
     })
-  const warm = { fused: await once('fused'), plain: await once('plain') }
-  let differ = 0
-  let worst = 0
-  warm.fused.sequences.forEach((s, b) => {
-    const other = warm.plain.sequences[b]
-    if (s.tokens.some((t, i) => t !== other?.tokens[i])) differ++
-    s.logprobs.forEach((lp, i) => {
-      if (s.tokens[i] === other?.tokens[i]) worst = Math.max(worst, Math.abs(lp - (other?.logprobs[i] as number)))
+    const used = process.cpuUsage(cpu)
+    return { out, seconds: out.stats.seconds, cpu: (used.user + used.system) / 1e6 }
+  }
+  const reference = (await once(VARIANTS[0] as string)).out
+  const times: Record<string, { wall: number[]; cpu: number[] }> = {}
+  for (const v of VARIANTS) {
+    const warm = await once(v) // loads the sessions (frozen: bakes the weights in)
+    let differ = 0
+    let worst = 0
+    warm.out.sequences.forEach((s, b) => {
+      const other = reference.sequences[b]
+      if (s.tokens.some((t, i) => t !== other?.tokens[i])) differ++
+      s.logprobs.forEach((lp, i) => {
+        if (s.tokens[i] === other?.tokens[i]) worst = Math.max(worst, Math.abs(lp - (other?.logprobs[i] as number)))
+      })
     })
-  })
-  const times = {
-    fused: [] as number[],
-    plain: [] as number[],
-    fusedPrefill: [] as number[],
-    plainPrefill: [] as number[],
+    say(`  ${v}: tokens differ from ${VARIANTS[0]} in ${differ}/${rows} rows, log-prob gap ${worst.toExponential(1)}`)
+    times[v] = { wall: [], cpu: [] }
   }
   for (let i = 0; i < REPEATS; i++) {
-    for (const graph of i % 2 === 0 ? (['fused', 'plain'] as const) : (['plain', 'fused'] as const)) {
-      times[graph].push((await once(graph)).stats.seconds)
-      times[`${graph}Prefill`].push((await once(graph, 1)).stats.seconds)
+    const order = i % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()
+    for (const v of order) {
+      const r = await once(v)
+      times[v]?.wall.push(r.seconds)
+      times[v]?.cpu.push(r.cpu)
     }
   }
   const stat = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b)
     return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number }
   }
-  const f = stat(times.fused)
-  const p = stat(times.plain)
-  const fp = stat(times.fusedPrefill)
-  const pp = stat(times.plainPrefill)
-  say(
-    `decode ${rows} × (${prompt} + ${newTokens}): fused ${f.min.toFixed(3)} / ${f.median.toFixed(3)} s, plain ${p.min.toFixed(3)} / ${p.median.toFixed(3)} s (min / median), plain / fused ${(p.median / f.median).toFixed(2)}×; ` +
-      `prefill fused ${fp.median.toFixed(3)} s, plain ${pp.median.toFixed(3)} s; tokens differ in ${differ}/${rows} rows, log-prob gap ${worst.toExponential(1)}`,
-  )
+  const base = stat(times[VARIANTS[0] as string]?.wall ?? [])
+  for (const v of VARIANTS) {
+    const w = stat(times[v]?.wall ?? [])
+    const c = stat(times[v]?.cpu ?? [])
+    say(
+      `decode ${rows} × (${prompt} + ${newTokens}) ${v}: wall ${w.min.toFixed(3)} / ${w.median.toFixed(3)} s (min / median), ` +
+        `process CPU ${c.min.toFixed(2)} / ${c.median.toFixed(2)} s; ${VARIANTS[0]} / this (median wall) ${(base.median / w.median).toFixed(2)}×`,
+    )
+  }
 }
 say(
   `load average after ${loadavg()

@@ -486,6 +486,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '-
   const shape = process.argv[3] as string
   const plan = PLANS[shape]
   if (!plan) throw new Error(`unknown shape ${shape} (${Object.keys(PLANS).join(', ')})`)
-  const out = await runShape(plan)
+  // SEEDFLOW_COMPARE_DECODE_ONLY=16: only decode at that many sequences (and the prefill), no train figures
+  const only = Number(process.env.SEEDFLOW_COMPARE_DECODE_ONLY ?? 0)
+  const { train: _train, ...rest } = plan
+  const out = await runShape(only > 0 ? { ...rest, decode: { ...plan.decode, sequences: [only] } } : plan)
   await writeFile(process.argv[4] as string, JSON.stringify(out))
 }

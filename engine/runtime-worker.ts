@@ -9,8 +9,11 @@ const engine = createLocalEngine((workerData as { config: RuntimeConfig }).confi
 serveThread(
   {
     load: async (req: { model: Uint8Array }) => engine.load(req.model),
-    run: async (req: { model: ModelHandle; feeds: Feeds; fetches?: string[] }) => {
-      const out = await engine.run(req.model, req.feeds, req.fetches ? { fetches: req.fetches } : {})
+    run: async (req: { model: ModelHandle; feeds: Feeds; fetches?: string[]; outputs?: Fetches }) => {
+      const out = await engine.run(req.model, req.feeds, {
+        ...(req.fetches ? { fetches: req.fetches } : {}),
+        ...(req.outputs ? { outputs: req.outputs } : {}),
+      })
       // outputs are handed over, not copied; a buffer ORT still owns is copied first
       for (const t of Object.values(out))
         if (!(t.data.buffer instanceof ArrayBuffer)) t.data = t.data.slice() as typeof t.data

@@ -27,7 +27,7 @@ export interface RuntimeConfig {
   /**
    * ORT's CPU memory arena (default true). The arena keeps its peak for the session's life and grows in
    * powers of two; without it, tensors go back to malloc at once (set MALLOC_MMAP_THRESHOLD_=65536 in the
-   * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.4).
+   * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.5).
    */
   memoryArena?: boolean
 }
@@ -44,6 +44,15 @@ export interface RunOptions {
   fetches?: readonly string[]
   /** Worker engine only: move the feeds' buffers to the worker instead of copying (the caller loses them). */
   transfer?: boolean
+  /**
+   * Pre-allocated outputs, written in place by the run (ORT binds them as the outputs' memory): each must have
+   * the dtype and dims the output will have. An output may share a feed's memory where the kernel allows it
+   * (GroupQueryAttention's present_key over its past_key: the cache is updated in place, nothing copied).
+   * The result holds these outputs too, over the same memory on the local engine. The worker engine moves
+   * their buffers (and every feed sharing them) to the worker and back: the caller's arrays are detached and
+   * the result's arrays are the ones to keep using.
+   */
+  outputs?: Readonly<Record<string, TensorData>>
 }
 
 export interface Engine {
@@ -140,14 +149,30 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       const ortFeeds: Record<string, Tensor> = {}
       for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new Tensor(t.dtype, t.data, [...t.dims])
       const fetches = options.fetches ?? s.outputNames
+      const bound = options.outputs ?? {}
+      const ortFetches: Record<string, Tensor | null> = {}
+      for (const name of fetches) {
+        const t = bound[name]
+        ortFetches[name] = t ? new Tensor(t.dtype, t.data, [...t.dims]) : null
+      }
+      const unknownOutputs = Object.keys(bound).filter((n) => !fetches.includes(n))
+      if (unknownOutputs.length > 0)
+        throw new EngineRuntimeError(
+          `model ${model.id.slice(0, 12)}: pre-allocated outputs [${unknownOutputs.join(', ')}] are not among the fetches`,
+        )
       let out: InferenceSession.ReturnType
       try {
-        out = await s.run(ortFeeds, [...fetches])
+        out = await s.run(ortFeeds, ortFetches)
       } catch (error) {
         throw new EngineRuntimeError(`model ${model.id.slice(0, 12)} run failed: ${messageOf(error)}`)
       }
       const result: Fetches = {}
       for (const name of fetches) {
+        const given = bound[name]
+        if (given) {
+          result[name] = given
+          continue
+        }
         const t = out[name]!
         result[name] = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
         t.dispose?.()
@@ -197,8 +222,14 @@ export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
   return {
     load: (model) => call<ModelHandle>('load', { model }),
     run(model, feeds, options = {}) {
-      const transfer = options.transfer ? transferList(Object.values(feeds)) : []
-      return call<Fetches>('run', { model, feeds, fetches: options.fetches }, transfer)
+      const outputs = options.outputs
+      const moved = outputs ? transferList(Object.values(outputs)) : []
+      const transfer = options.transfer
+        ? transferList(Object.values(feeds))
+        : transferList(Object.values(feeds).filter((t) => moved.includes(t.data.buffer as ArrayBuffer)))
+      return call<Fetches>('run', { model, feeds, fetches: options.fetches, outputs }, [
+        ...new Set([...transfer, ...moved]),
+      ])
     },
     release: (model) => call<void>('release', { model }),
     async close() {

@@ -4,6 +4,7 @@
 // the cache-valid mask hides what a row has not written. `generate`, rollouts, evaluation and serving all
 // decode through this one object (docs/design.md §13).
 import { type Feeds, type Fetches, type TensorData, tensor } from '../engine/index.ts'
+import { FUSED_IO, fusedDecodeUnsupported } from './decode-graph.ts'
 import { type DecodeSampling, IO } from './model.ts'
 import type { PolicyModel } from './policy-model.ts'
 import { argmax, sampleFromLogprobs, type TokenChoice, type UniformSource } from './sampling.ts'
@@ -45,6 +46,19 @@ export interface DecodeBatchOptions {
    * out lowest first). Off: every step covers all rows, the fixed shapes `generate` has always run.
    */
   compact?: boolean
+  /**
+   * `plain` (default): model.ts's portable graph. `fused`: decode-graph.ts's GroupQueryAttention graph, its
+   * cache updated in place by the run (refused where the model does not allow it, see
+   * `fusedDecodeUnsupported`); `auto`: fused where allowed, else plain (`plainReason` says why). Not the
+   * default because it does not pay on ORT 1.30's CPU kernels (docs/benchmarks.md §6.4).
+   */
+  graph?: 'auto' | 'fused' | 'plain'
+  /**
+   * `frozen`: the weights as they are now baked into the decode sessions (pre-packed once by ORT; re-loaded
+   * when they change, see PolicyModel.decodeSession); more memory and a load per policy version. `inputs`
+   * (default): weights fed to every run.
+   */
+  weights?: 'inputs' | 'frozen'
 }
 
 export class DecodeBatchError extends Error {
@@ -77,9 +91,15 @@ export class DecodeBatch {
   readonly #model: PolicyModel
   readonly #sampling: DecodeSampling | 'auto'
   readonly #compact: boolean
+  readonly #frozen: boolean
   readonly #base: Feeds
-  readonly #kT: (Float32Array | Float64Array)[] // per layer (rows, KV, D, S)
-  readonly #v: (Float32Array | Float64Array)[] // per layer (rows, KV, S, D)
+  /** Which decode graph runs, and (plain) why the fused one does not. */
+  readonly graph: 'fused' | 'plain'
+  readonly plainReason?: string
+  // plain: per layer keys (rows, KV, D, S) and values (rows, KV, S, D), rows left-padded to their joining
+  // group's longest prompt; fused: both (rows, KV, S, D), each row dense from slot 0 (slot = position)
+  readonly #kT: (Float32Array | Float64Array)[]
+  readonly #v: (Float32Array | Float64Array)[]
   readonly #cacheValid: Float64Array // (rows, S)
   readonly #live: (Row | undefined)[]
 
@@ -96,7 +116,23 @@ export class DecodeBatch {
     this.capacity = options.capacity
     this.#sampling = options.sampling ?? 'auto'
     this.#compact = options.compact ?? false
-    this.#base = model.baseFeeds()
+    this.#frozen = options.weights === 'frozen'
+    if (this.#frozen && model.dtype !== 'float32')
+      throw new DecodeBatchError(`frozen decode weights are float32 only (this model runs in ${model.dtype})`)
+    // the adapters are inputs of the plain graph only; the frozen and fused graphs carry the base weights alone
+    if (this.#frozen && model.lora)
+      throw new DecodeBatchError('frozen decode weights: this model has LoRA adapters (decode it with weights fed)')
+    this.#base = this.#frozen ? model.ropeFeeds() : model.baseFeeds()
+    const asked = options.graph ?? 'plain'
+    const unsupported =
+      asked === 'plain'
+        ? undefined
+        : model.lora
+          ? 'the fused graph has no LoRA adapters'
+          : fusedDecodeUnsupported(c, model.dtype)
+    if (asked === 'fused' && unsupported) throw new DecodeBatchError(`fused decode: ${unsupported}`)
+    this.graph = asked === 'plain' || unsupported ? 'plain' : 'fused'
+    if (this.graph === 'plain') this.plainReason = asked === 'plain' ? 'asked for' : unsupported
     const S = this.capacity
     const per = this.rows * c.numKvHeads * c.headDim * S
     const buffer = () => (model.dtype === 'float64' ? new Float64Array(per) : new Float32Array(per))
@@ -141,6 +177,7 @@ export class DecodeBatch {
     if (P > this.capacity)
       throw new DecodeBatchError(`prompt of ${P} tokens exceeds the cache capacity of ${this.capacity}`)
     const rows = free.slice(0, J)
+    if (this.graph === 'fused') return this.#admitFused(specs, rows, P)
     const ids = new BigInt64Array(J * P)
     const positions = new BigInt64Array(J * P)
     const valid = new Float64Array(J * P)
@@ -198,6 +235,7 @@ export class DecodeBatch {
         )
     }
     const B = this.#compact ? (liveRows[liveRows.length - 1] as number) + 1 : this.rows
+    if (this.graph === 'fused') return this.#stepFused(liveRows, B)
     const ids = new BigInt64Array(B)
     const positions = new BigInt64Array(B)
     const valid = new Float64Array(B)
@@ -239,6 +277,136 @@ export class DecodeBatch {
       r.last = choice.token
       return { ...choice, row }
     })
+  }
+
+  /** admit with the fused graph: prompts right-padded, each row's keys and values copied to slots [0, n). */
+  async #admitFused(specs: readonly SequenceSpec[], rows: number[], P: number): Promise<SampledToken[]> {
+    const model = this.#model
+    const c = model.config
+    const J = specs.length
+    const ids = new BigInt64Array(J * P)
+    const positions = new BigInt64Array(J * P)
+    specs.forEach((spec, j) => {
+      spec.prompt.forEach((token, i) => {
+        ids[j * P + i] = BigInt(token)
+        positions[j * P + i] = BigInt(i)
+      })
+    })
+    const sampling = this.#samplingFor(specs)
+    const feeds: Feeds = {
+      ...this.#base,
+      [IO.ids]: tensor('int64', [J, P], ids),
+      [FUSED_IO.seqlensK]: tensor(
+        'int32',
+        [J],
+        specs.map((s) => s.prompt.length - 1),
+      ),
+      [FUSED_IO.totalLength]: tensor('int32', [], [P]),
+      ...this.#samplerFeeds(sampling, specs),
+    }
+    if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
+    const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds)
+    const S = this.capacity
+    const KV = c.numKvHeads
+    const D = c.headDim
+    for (let l = 0; l < c.numLayers; l++) {
+      const pk = out[FUSED_IO.presentK(l)]?.data as Float32Array // (J, KV, P, D)
+      const pv = out[FUSED_IO.presentV(l)]?.data as Float32Array
+      const k = this.#kT[l] as Float32Array
+      const v = this.#v[l] as Float32Array
+      rows.forEach((row, j) => {
+        const n = (specs[j] as SequenceSpec).prompt.length * D
+        for (let h = 0; h < KV; h++) {
+          const src = (j * KV + h) * P * D
+          const dst = (row * KV + h) * S * D
+          k.set(pk.subarray(src, src + n), dst)
+          v.set(pv.subarray(src, src + n), dst)
+        }
+      })
+    }
+    this.stats.prefills++
+    this.stats.prefillTokens += specs.reduce((n, s) => n + s.prompt.length, 0)
+    return specs.map((spec, j) => {
+      const row = rows[j] as number
+      const choice = this.#choose(out, sampling, j, spec)
+      const n = spec.prompt.length
+      this.#live[row] = { spec, last: choice.token, column: n, position: n }
+      return { ...choice, row }
+    })
+  }
+
+  /** step with the fused graph: rows [0, B) of the cache go in as past and come back as present, in place. */
+  async #stepFused(liveRows: number[], B: number): Promise<SampledToken[]> {
+    const model = this.#model
+    const c = model.config
+    const ids = new BigInt64Array(B)
+    const positions = new BigInt64Array(B)
+    const seqlens = new Int32Array(B) // a free row writes its (ignored) token at slot 0
+    let longest = 0
+    const specs: (SequenceSpec | undefined)[] = Array.from({ length: B }, (_, b) => this.#live[b]?.spec)
+    for (const row of liveRows) {
+      const r = this.#live[row] as Row
+      ids[row] = BigInt(r.last)
+      positions[row] = BigInt(r.position)
+      seqlens[row] = r.column
+      longest = Math.max(longest, r.column)
+    }
+    const sampling = this.#samplingFor(specs.filter((s): s is SequenceSpec => s !== undefined))
+    const S = this.capacity
+    const dims = [B, c.numKvHeads, S, c.headDim]
+    const n = B * c.numKvHeads * c.headDim * S
+    const feeds: Feeds = {
+      ...this.#base,
+      [IO.ids]: tensor('int64', [B, 1], ids),
+      [FUSED_IO.seqlensK]: tensor('int32', [B], seqlens),
+      // ≥ 2 (every live row has a prompt token in its cache): GroupQueryAttention reads 1 as a prompt
+      [FUSED_IO.totalLength]: tensor('int32', [], [longest + 1]),
+      ...this.#samplerFeeds(sampling, specs),
+    }
+    if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [B, 1], positions)
+    const outputs: Feeds = {}
+    for (let l = 0; l < c.numLayers; l++) {
+      const k = tensor('float32', dims, view(this.#kT[l] as Float32Array, n))
+      const v = tensor('float32', dims, view(this.#v[l] as Float32Array, n))
+      feeds[FUSED_IO.pastK(l)] = k
+      feeds[FUSED_IO.pastV(l)] = v
+      outputs[FUSED_IO.presentK(l)] = k
+      outputs[FUSED_IO.presentV(l)] = v
+    }
+    const out = await model.engine.run(await model.decodeSession('fused', sampling, false, this.#frozen), feeds, {
+      outputs,
+    })
+    for (let l = 0; l < c.numLayers; l++) {
+      // the worker engine hands the moved buffers back in the result: keep those
+      this.#kT[l] = rebound(this.#kT[l] as Float32Array, out[FUSED_IO.presentK(l)]?.data as Float32Array)
+      this.#v[l] = rebound(this.#v[l] as Float32Array, out[FUSED_IO.presentV(l)]?.data as Float32Array)
+    }
+    this.stats.steps++
+    this.stats.stepRows += liveRows.length
+    return liveRows.map((row) => {
+      const r = this.#live[row] as Row
+      r.column++
+      r.position++
+      const choice = this.#choose(out, sampling, row, r.spec)
+      r.last = choice.token
+      return { ...choice, row }
+    })
+  }
+
+  /** Inverse temperatures, and the uniforms of an in-graph draw (one per row that samples, drawn now). */
+  #samplerFeeds(sampling: DecodeSampling, specs: readonly (SequenceSpec | undefined)[]): Feeds {
+    const feeds: Feeds = {
+      [IO.invTemperature]: this.#model.float(
+        [specs.length],
+        specs.map((s) => 1 / (s?.temperature ?? 1)),
+      ),
+    }
+    if (sampling === 'in-graph')
+      feeds[IO.uniform] = this.#model.float(
+        [specs.length],
+        specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
+      )
+    return feeds
   }
 
   /** Frees a row (its sequence ended, or its client went away); the next `admit` may reuse it. */
@@ -307,7 +475,7 @@ export class DecodeBatch {
         specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
       )
     }
-    return model.engine.run(await model.decodeModel(sampling, prefill), feeds)
+    return model.engine.run(await model.decodeSession('plain', sampling, prefill, this.#frozen), feeds)
   }
 
   #choose(
@@ -329,6 +497,11 @@ export class DecodeBatch {
 
 function needsRows(spec: SequenceSpec): boolean {
   return (spec.topP ?? 1) < 1 || (spec.topLogprobs ?? 0) > 0
+}
+
+/** The cache buffer to keep after a run: ours (local engine), or the one the worker handed back (whole). */
+function rebound(mine: Float32Array, got: Float32Array): Float32Array {
+  return got.buffer === mine.buffer ? mine : new Float32Array(got.buffer as ArrayBuffer)
 }
 
 function view<T extends Float32Array | Float64Array>(buffer: T | undefined, n: number): T {

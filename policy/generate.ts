@@ -22,6 +22,10 @@ export interface GenerateOptions {
    * the returned (B, V) log-probs otherwise. Both use one uniform per sequence and step, in vocabulary order.
    */
   sampling?: DecodeSampling
+  /** The decode graph (DecodeBatchOptions.graph, default plain). */
+  graph?: 'auto' | 'fused' | 'plain'
+  /** Weights fed to every run, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
+  weights?: 'inputs' | 'frozen'
 }
 
 export interface Generation {
@@ -62,7 +66,13 @@ export async function generate(
     throw new RangeError(`in-graph sampling draws from the whole distribution; top-p ${topP} needs 'logprobs'`)
   const sequences: Generation[] = prompts.map(() => ({ tokens: [], logprobs: [], finish: 'length' }))
   if (options.maxNewTokens < 1) return { sequences, stats: statsSince(started, prompts, 0) }
-  const batch = new DecodeBatch(model, { rows: B, capacity: S, sampling })
+  const batch = new DecodeBatch(model, {
+    rows: B,
+    capacity: S,
+    sampling,
+    ...(options.graph ? { graph: options.graph } : {}),
+    ...(options.weights ? { weights: options.weights } : {}),
+  })
   let sampled = await batch.admit(
     prompts.map((prompt, b) => ({
       prompt,

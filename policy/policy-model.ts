@@ -1,5 +1,14 @@
-import { type Engine, encodeModel, type Feeds, type ModelHandle, type TensorData, tensor } from '../engine/index.ts'
+import {
+  type ConstTensor,
+  type Engine,
+  encodeModel,
+  type Feeds,
+  type ModelHandle,
+  type TensorData,
+  tensor,
+} from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
+import { buildFusedDecodeGraph, FUSED_DOMAINS } from './decode-graph.ts'
 import { type LoraConfig, loraSpecs, mergeLora } from './lora.ts'
 import {
   buildDecodeGraph,
@@ -61,6 +70,8 @@ export class PolicyModel {
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
   #decode = new Map<string, Promise<ModelHandle>>()
+  #frozen = new Map<string, Promise<ModelHandle>>()
+  #frozenPrint?: string
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
   /** Every graph this model loaded (the cached ones and train graphs), for `release`. */
@@ -128,6 +139,67 @@ export class PolicyModel {
     if (!handle) {
       const lora = this.lora ? { lora: this.lora.config } : {}
       handle = this.#load(encodeModel(buildDecodeGraph(this.config, this.dtype, sampling, { prefill, ...lora })))
+      this.#decode.set(key, handle)
+    }
+    return handle
+  }
+
+  /**
+   * A decode graph, `plain` (model.ts) or `fused` (decode-graph.ts, GroupQueryAttention). `frozen`: today's
+   * weights baked in as initializers, so ORT pre-packs every weight matrix once at load instead of packing it
+   * in every MatMul of every run (weights as inputs); no weight feeds then. A frozen session is tied to a
+   * fingerprint of the weights (policy updates change them in place): a call after they changed loads a new
+   * one and releases the old ones.
+   */
+  decodeSession(
+    graph: 'plain' | 'fused',
+    sampling: DecodeSampling,
+    prefill: boolean,
+    frozen: boolean,
+  ): Promise<ModelHandle> {
+    if (!frozen)
+      return graph === 'fused' ? this.fusedDecodeModel(sampling, prefill) : this.decodeModel(sampling, prefill)
+    const print = weightsFingerprint(this.config, this.weights)
+    if (print !== this.#frozenPrint) {
+      const stale = [...this.#frozen.values()]
+      this.#frozen.clear()
+      this.#frozenPrint = print
+      for (const h of stale) {
+        this.#loaded.delete(h)
+        void h.then((m) => this.#engine.release(m)).catch(() => undefined)
+      }
+    }
+    const key = `${graph}/${sampling}/${prefill}`
+    let handle = this.#frozen.get(key)
+    if (!handle) {
+      const initializers: Record<string, ConstTensor> = {}
+      for (const spec of parameterSpecs(this.config)) {
+        const w = this.weights.get(spec.name)
+        if (!w) throw new Error(`weight ${spec.name} is missing`)
+        initializers[spec.name] = { dtype: 'float32', dims: spec.shape, data: w }
+      }
+      const g =
+        graph === 'fused'
+          ? buildFusedDecodeGraph(this.config, sampling, { prefill })
+          : buildDecodeGraph(this.config, this.dtype, sampling, { prefill })
+      handle = this.#load(encodeModel(g, { initializers, ...(graph === 'fused' ? { domains: FUSED_DOMAINS } : {}) }))
+      this.#frozen.set(key, handle)
+    }
+    return handle
+  }
+
+  /** Feeds a frozen decode session needs besides the per-run ones: the rotary tables. */
+  ropeFeeds(): Feeds {
+    return { [IO.ropeCos]: this.#rope.cos, [IO.ropeSin]: this.#rope.sin }
+  }
+
+  /** The fused (GroupQueryAttention) decode graph of decode-graph.ts; see `fusedDecodeUnsupported` first. */
+  fusedDecodeModel(sampling: DecodeSampling = 'in-graph', prefill = false): Promise<ModelHandle> {
+    const key = `fused/${sampling}/${prefill}`
+    let handle = this.#decode.get(key)
+    if (!handle) {
+      const graph = buildFusedDecodeGraph(this.config, sampling, { prefill })
+      handle = this.#load(encodeModel(graph, { domains: FUSED_DOMAINS }))
       this.#decode.set(key, handle)
     }
     return handle
@@ -254,4 +326,31 @@ export class PolicyModel {
       return tensor('float64', dims, values instanceof Float64Array ? values : Float64Array.from(values))
     return tensor('float32', dims, values instanceof Float32Array ? values : Float32Array.from(values))
   }
+}
+
+/**
+ * A cheap fingerprint of the weights: each tensor's length and 256 of its values spread over it, FNV-1a over
+ * their bits. An optimizer step moves (nearly) every value, so a frozen session never outlives the weights
+ * it was built from; it is not a content hash (a change confined to values it does not sample goes unseen).
+ */
+export function weightsFingerprint(c: ModelConfig, weights: ReadonlyMap<string, Float32Array>): string {
+  let h = 0x811c9dc5
+  const mix = (x: number) => {
+    h ^= x
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  const bits = new Uint32Array(1)
+  const f = new Float32Array(bits.buffer)
+  for (const spec of parameterSpecs(c)) {
+    const w = weights.get(spec.name)
+    if (!w) continue
+    mix(w.length)
+    const n = Math.min(256, w.length)
+    for (let i = 0; i < n; i++) {
+      // spread over the tensor, offset by a prime stride so rows and columns both vary
+      f[0] = w[(Math.floor((i * w.length) / n) + i * 7919) % w.length] as number
+      mix(bits[0] as number)
+    }
+  }
+  return h.toString(16)
 }

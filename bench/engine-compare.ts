@@ -422,16 +422,20 @@ export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<voi
       say(`skipping ${shape}: ${(shapesOut[shape] as { skipped: string }).skipped}`)
       continue
     }
+    const before = loadavg()
     const out = await runChild(shape, join(dir, `${shape}.json`))
-    shapesOut[shape] = typeof out === 'string' ? { failed: out } : out
+    const when = { measuredAt: new Date().toISOString(), loadAverageBefore: before, loadAverageAfter: loadavg() }
+    shapesOut[shape] = { ...(typeof out === 'string' ? { failed: out } : out), ...when }
   }
-  compare.shapes = shapesOut
+  // a run of some shapes replaces those shapes and keeps the others' figures (each carries its own date and load)
+  const path = new URL('./results/engine.json', import.meta.url)
+  const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
+  const previous = ((existing.compare as Record<string, unknown> | undefined)?.shapes ?? {}) as Record<string, unknown>
+  compare.shapes = { ...previous, ...shapesOut }
   compare.loadAverageAfter = loadavg()
   compare.seconds = (Date.now() - started) / 1000
   compare.measuredAt = new Date().toISOString()
   await rm(dir, { recursive: true, force: true })
-  const path = new URL('./results/engine.json', import.meta.url)
-  const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
   await mkdir(new URL('./results/', import.meta.url), { recursive: true })
   await writeFile(path, `${JSON.stringify({ ...existing, compare }, null, 2)}\n`)
   await writeFile(new URL('./results/engine-compare.md', import.meta.url), markdown(compare))
@@ -467,11 +471,19 @@ function markdown(compare: Record<string, unknown>): string {
     rss.push(`| ${shape} | ${(p.seedflow / 1024).toFixed(2)} | ${(p.torch / 1024).toFixed(2)} |`)
   }
   const [b, a] = [compare.loadAverageBefore, compare.loadAverageAfter] as number[][]
+  const loads = (x: unknown) => (x as number[] | undefined)?.map((v) => v.toFixed(2)).join(' ') ?? '?'
+  const when = Object.entries(compare.shapes as Record<string, Record<string, unknown>>).map(
+    ([shape, r]) =>
+      `- ${shape}: ${r.measuredAt ?? compare.measuredAt}, load average ${loads(r.loadAverageBefore ?? b)} before, ${loads(r.loadAverageAfter ?? a)} after`,
+  )
   return [
     '# seedflow vs PyTorch, side by side',
     '',
     `\`npm run bench:engine -- --compare torch\`, ${compare.threads} threads each, float32, interleaved; measured ${compare.measuredAt}.`,
     `Load average before ${b?.map((x) => x.toFixed(2)).join(' ')}, after ${a?.map((x) => x.toFixed(2)).join(' ')}. Full figures: engine.json \`compare\`.`,
+    'Shapes measured in earlier runs keep their figures; when each was measured:',
+    '',
+    ...when,
     '',
     ...rows,
     '',

@@ -21,6 +21,14 @@ if (compareAt >= 0) {
   process.exit(0)
 }
 
+const profileAt = process.argv.indexOf('--profile')
+if (profileAt >= 0) {
+  // npm run bench:engine -- --profile [smollm2|bench]: ORT's profile of one train step (bench/profile-step.ts)
+  const { profileStep } = await import('./profile-step.ts')
+  await profileStep(process.argv[profileAt + 1])
+  process.exit(0)
+}
+
 if (process.argv.includes('--memory')) {
   // npm run bench:engine -- --memory: peak RSS of a train step per graph layout (bench/train-memory.ts)
   const { trainMemory } = await import('./train-memory.ts')

@@ -68,9 +68,15 @@ const CASES: Case[] = [
   { shape: 'qwen2.5-0.5b', B: 4, T: 512, side: 'seedflow', graph: { recomputeLayers: true }, steps: 0 },
 ]
 
+function shapeConfig(shape: string): ModelConfig {
+  const make = SHAPES[shape]
+  if (!make) throw new Error(`unknown shape ${shape} (${Object.keys(SHAPES).join(', ')})`)
+  return make()
+}
+
 function label(c: Case): string {
   if (c.side === 'torch') return 'torch'
-  const chunks = c.graph?.logitChunks ?? defaultLogitChunks(SHAPES[c.shape]!())
+  const chunks = c.graph?.logitChunks ?? defaultLogitChunks(shapeConfig(c.shape))
   return [
     chunks === 1 ? 'unchunked' : `${chunks} logit chunks`,
     c.graph?.recomputeLayers ? 'layers recomputed' : null,
@@ -86,7 +92,7 @@ function rows(rng: { next(): number }, B: number, T: number, V: number): number[
 
 /** In a child: the case alone, then its peak RSS. */
 async function runCase(c: Case): Promise<Record<string, unknown>> {
-  const config = SHAPES[c.shape]!()
+  const config = shapeConfig(c.shape)
   const weights = initWeights(config, mulberry32(2))
   const ids = rows(mulberry32(3), c.B, c.T, config.vocabSize)
   if (c.side === 'torch') {
@@ -162,7 +168,7 @@ function torchPeak(folder: string, ids: number[][], steps: number): Promise<Reco
 
 /** In a child: float32 token log-probs of SmolLM2's shape at 4 × 256, chunked vs unchunked. */
 async function chunkGap(): Promise<Record<string, unknown>> {
-  const config = SHAPES.smollm2!()
+  const config = shapeConfig('smollm2')
   const weights = initWeights(config, mulberry32(2))
   const engine = createLocalEngine({ threads: THREADS })
   const ids = rows(mulberry32(3), 4, 256, config.vocabSize)
@@ -178,7 +184,9 @@ async function chunkGap(): Promise<Record<string, unknown>> {
   await engine.close()
   const [a, b] = out as [Float32Array, Float32Array]
   let worst = 0
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!))
+  a.forEach((x, i) => {
+    worst = Math.max(worst, Math.abs(x - (b[i] as number)))
+  })
   return { maxAbsLogprobDifference: worst, tokens: a.length }
 }
 

@@ -1,0 +1,100 @@
+// npm run bench:engine -- --profile [smollm2|bench]: ORT's own profile of one train step (after a warm-up run),
+// kernel time per op type and the MatMul share, written to bench/results/engine.json `profile`. Not in CI.
+import { existsSync } from 'node:fs'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createLocalEngine } from '../engine/index.ts'
+import { mulberry32 } from '../envs/rng.ts'
+import { fromHuggingFaceConfig, type ModelConfig, PRESETS } from '../policy/config.ts'
+import { initWeights } from '../policy/init.ts'
+import { PolicyModel } from '../policy/policy-model.ts'
+import { meanNll } from '../policy/train-step.ts'
+
+const SHAPES: Record<string, { config: () => ModelConfig; B: number; T: number }> = {
+  bench: { config: () => PRESETS.bench, B: 16, T: 256 },
+  smollm2: {
+    config: () =>
+      fromHuggingFaceConfig({
+        model_type: 'llama',
+        vocab_size: 49152,
+        hidden_size: 576,
+        intermediate_size: 1536,
+        num_hidden_layers: 30,
+        num_attention_heads: 9,
+        num_key_value_heads: 3,
+        head_dim: 64,
+        rms_norm_eps: 1e-5,
+        rope_theta: 100000,
+        max_position_embeddings: 8192,
+        tie_word_embeddings: true,
+      }),
+    B: 4,
+    T: 256,
+  },
+}
+
+interface ProfileEvent {
+  cat?: string
+  name: string
+  dur: number
+  args?: { op_name?: string }
+}
+
+export async function profileStep(shape = 'smollm2'): Promise<void> {
+  const plan = SHAPES[shape]
+  if (!plan) throw new Error(`unknown shape ${shape} (${Object.keys(SHAPES).join(', ')})`)
+  const c = plan.config()
+  const dir = await mkdtemp(join(tmpdir(), 'seedflow-profile-'))
+  const load = loadavg()
+  try {
+    const engine = createLocalEngine({
+      threads: Number(process.env.SEEDFLOW_THREADS ?? 2),
+      profilePrefix: join(dir, 'p'),
+    })
+    const model = new PolicyModel(engine, c, initWeights(c, mulberry32(2)))
+    const rng = mulberry32(3)
+    const items = Array.from({ length: plan.B }, () => {
+      const row = Array.from({ length: plan.T }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3)))
+      return { context: row.slice(0, 1), response: row.slice(1) }
+    })
+    const batch = model.tokenBatch(items, 1)
+    const train = await model.loadTrainModel(meanNll)
+    const feeds = { ...batch.feeds, mask: model.float([plan.B, plan.T], batch.responseMask) }
+    for (let i = 0; i < 2; i++) await engine.run(train, feeds)
+    await engine.close() // writes the profile
+    const file = (await readdir(dir)).find((f) => f.endsWith('.json'))
+    if (!file) throw new Error('ORT wrote no profile')
+    const events = JSON.parse(await readFile(join(dir, file), 'utf8')) as ProfileEvent[]
+    const kernels = events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'))
+    // two runs were profiled: keep the second (the first one pays the memory arena's growth)
+    const second = kernels.slice(kernels.length / 2)
+    const byOp = new Map<string, number>()
+    for (const e of second) byOp.set(e.args?.op_name ?? '?', (byOp.get(e.args?.op_name ?? '?') ?? 0) + e.dur)
+    const total = [...byOp.values()].reduce((a, b) => a + b, 0)
+    const matmul = [...byOp].filter(([k]) => k.includes('MatMul') || k === 'Gemm').reduce((a, [, v]) => a + v, 0)
+    const ops = [...byOp].sort((a, b) => b[1] - a[1]).map(([op, us]) => ({ op, ms: us / 1000, share: us / total }))
+    const profile = {
+      shape,
+      B: plan.B,
+      T: plan.T,
+      kernelSeconds: total / 1e6,
+      matmulShare: matmul / total,
+      ops: ops.slice(0, 15),
+      loadAverageBefore: load,
+      loadAverageAfter: loadavg(),
+      measuredAt: new Date().toISOString(),
+    }
+    process.stdout.write(
+      `${shape} ${plan.B}×${plan.T}: kernel time ${profile.kernelSeconds.toFixed(2)} s, MatMul ${(100 * profile.matmulShare).toFixed(1)}%\n`,
+    )
+    for (const o of ops.slice(0, 12))
+      process.stdout.write(`  ${o.op.padEnd(24)} ${o.ms.toFixed(0).padStart(7)} ms ${(100 * o.share).toFixed(1)}%\n`)
+    const path = new URL('./results/engine.json', import.meta.url)
+    const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
+    const profiles = { ...((existing.profile as Record<string, unknown>) ?? {}), [shape]: profile }
+    await writeFile(path, `${JSON.stringify({ ...existing, profile: profiles }, null, 2)}\n`)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}

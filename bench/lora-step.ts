@@ -11,32 +11,18 @@ import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { AdamW, createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
-import { fromHuggingFaceConfig } from '../policy/config.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
 import { parameterCount } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
+import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const B = 4
 const T = 256
-const SMOLLM2 = {
-  model_type: 'llama',
-  vocab_size: 49152,
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  head_dim: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 100000,
-  max_position_embeddings: 8192,
-  tie_word_embeddings: true,
-}
 const VARIANTS: Record<string, LoraConfig | null> = {
   full: null,
   'lora r8 q,v': { rank: 8, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] },
@@ -46,7 +32,7 @@ const VARIANTS: Record<string, LoraConfig | null> = {
 async function child(name: string): Promise<void> {
   const lora = VARIANTS[name]
   if (lora === undefined) throw new Error(`unknown variant ${name}`)
-  const c = { ...fromHuggingFaceConfig(SMOLLM2), maxPositions: 512 }
+  const c = { ...smollm2Config(), maxPositions: 512 }
   const weights = initWeights(c, mulberry32(2))
   const engine = createLocalEngine({ threads: THREADS })
   const model = new PolicyModel(
@@ -90,7 +76,7 @@ async function child(name: string): Promise<void> {
 async function main(): Promise<void> {
   const only = process.argv.indexOf('--child')
   if (only >= 0) return child(process.argv[only + 1] as string)
-  const c = fromHuggingFaceConfig(SMOLLM2)
+  const c = smollm2Config()
   const before = loadavg()
   const runs: Record<
     string,

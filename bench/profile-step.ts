@@ -6,29 +6,16 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
-import { fromHuggingFaceConfig, type ModelConfig, PRESETS } from '../policy/config.ts'
+import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { initWeights } from '../policy/init.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll } from '../policy/train-step.ts'
+import { smollm2Config } from './smollm2-shape.ts'
 
 const SHAPES: Record<string, { config: () => ModelConfig; B: number; T: number }> = {
   bench: { config: () => PRESETS.bench, B: 16, T: 256 },
   smollm2: {
-    config: () =>
-      fromHuggingFaceConfig({
-        model_type: 'llama',
-        vocab_size: 49152,
-        hidden_size: 576,
-        intermediate_size: 1536,
-        num_hidden_layers: 30,
-        num_attention_heads: 9,
-        num_key_value_heads: 3,
-        head_dim: 64,
-        rms_norm_eps: 1e-5,
-        rope_theta: 100000,
-        max_position_embeddings: 8192,
-        tie_word_embeddings: true,
-      }),
+    config: smollm2Config,
     B: 4,
     T: 256,
   },

@@ -11,31 +11,18 @@ import { fileURLToPath } from 'node:url'
 import { AdamW, createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { encodeCheckpoint } from '../policy/checkpoint.ts'
-import { fromHuggingFaceConfig, type ModelConfig, PRESETS } from '../policy/config.ts'
+import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { initWeights } from '../policy/init.ts'
 import { defaultLogitChunks, type GraphOptions, IO } from '../policy/model.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
+import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 const SHAPES: Record<string, () => ModelConfig> = {
-  smollm2: () =>
-    fromHuggingFaceConfig({
-      model_type: 'llama',
-      vocab_size: 49152,
-      hidden_size: 576,
-      intermediate_size: 1536,
-      num_hidden_layers: 30,
-      num_attention_heads: 9,
-      num_key_value_heads: 3,
-      head_dim: 64,
-      rms_norm_eps: 1e-5,
-      rope_theta: 100000,
-      max_position_embeddings: 8192,
-      tie_word_embeddings: true,
-    }),
+  smollm2: smollm2Config,
   'qwen2.5-0.5b': () => PRESETS['qwen2.5-0.5b'],
 }
 

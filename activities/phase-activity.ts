@@ -145,6 +145,7 @@ export function phaseShell(deps: PhaseShellDeps) {
       return (input) =>
         guarded(def.describe(input), async () => {
           const { config, overrides } = await effective(input.run)
+          const read = phaseReaders(store, engine, config.engine)
           const planned = await def.plan(input, def.needs(config, input), read)
           const spec = {
             configSha256: input.run.configSha256,

@@ -4,6 +4,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { AdamWState, Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
+import { ENGINE_DEFAULTS, type EngineSettingsConfig } from '../seed/config.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getExpected, getJson } from '../store/json.ts'
 import { type CheckpointFile, keys } from '../store/keys.ts'
@@ -69,8 +70,8 @@ export function numericStats(values: object, lossNames: readonly string[] = []):
   return stats
 }
 
-/** The readers over one store and engine that phase bodies share. */
-export function phaseReaders(store: ArtifactStore, engine: Engine) {
+/** The readers over one store and engine that phase bodies share; policies load with a run's engine settings. */
+export function phaseReaders(store: ArtifactStore, engine: Engine, settings: EngineSettingsConfig = ENGINE_DEFAULTS) {
   return {
     async policy(ref: CheckpointRef): Promise<{ policy: Policy; optimizer?: AdamWState }> {
       const { checkpoint, optimizer } = await loadCheckpoint(store, ref)
@@ -78,7 +79,7 @@ export function phaseReaders(store: ArtifactStore, engine: Engine) {
       if (sha !== ref.sha256) {
         throw fatal(`checkpoint ${ref.prefix}: model sha256 ${sha} is not the expected ${ref.sha256}`, 'IntegrityError')
       }
-      const policy = loadPolicy(engine, checkpoint)
+      const policy = loadPolicy(engine, checkpoint, { settings })
       activityPolicies.getStore()?.push(policy)
       return { policy, ...(optimizer ? { optimizer } : {}) }
     },

@@ -1,8 +1,8 @@
-// node --import tsx bench/decode-ab.ts [bench|smollm2] [rows...]: decode variants (VARIANTS, default
+// node --import tsx bench/decode-ab.ts [bench|smollm2|main] [rows...]: decode variants (VARIANTS, default
 // plain/inputs,plain/frozen,fused/frozen: graph plain (model.ts) or fused (decode-graph.ts), weights fed or
 // frozen) interleaved in one process on the same weights and prompts, greedy, the shapes of
 // bench:engine --compare torch (bench 16 × (256 + 128); SmolLM2-135M 16 × (101 + 64), the real GGUF weights
-// when fetched). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
+// when fetched; the main job's built-in model 128 × (200 + 24)). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
 // wall time on a shared machine), and whether the tokens agree with the first variant.
 import { existsSync } from 'node:fs'
 import { homedir, loadavg } from 'node:os'
@@ -14,6 +14,7 @@ import { generate } from '../policy/generate.ts'
 import { importGguf } from '../policy/gguf/gguf-import.ts'
 import { initWeights } from '../policy/init.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
+import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
@@ -38,6 +39,13 @@ if (shape === 'bench') {
   weights = checkpoint.weights
   prompt = 101
   newTokens = 64
+} else if (shape === 'main') {
+  // the main job's built-in model (seed/presets/cpu.ts) at its rollout shape: compact prompts, 24-token replies
+  const { kind: _kind, vocabSize, ...dims } = CPU_SOKOBAN.model
+  config = { ...PRESETS.tiny, ...dims, vocabSize }
+  weights = initWeights(config, mulberry32(2))
+  prompt = 200
+  newTokens = 24
 } else throw new Error(`unknown shape ${shape}`)
 
 const VARIANTS = (process.env.VARIANTS ?? 'plain/inputs,plain/frozen,fused/frozen').split(',')

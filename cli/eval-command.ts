@@ -197,7 +197,7 @@ export async function evalCommand(
       `prompt settings from ${settings.source}\n`,
   )
   const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
-  const policy = loadPolicy(engine, ckpt)
+  const policy = loadPolicy(engine, ckpt, runConfig ? { settings: runConfig.engine } : {})
   const started = performance.now()
   let lastLine = started
   let result: Awaited<ReturnType<typeof evaluate>>

@@ -22,6 +22,7 @@ export {
   type AdamWConfig,
   type AdamWState,
   clipGradNorm,
+  clipScale,
   constantLr,
   cosineWithWarmup,
   globalNorm,

@@ -55,10 +55,14 @@ export class AdamW {
     return this.#step
   }
 
-  /** One update with learning rate `lr`: every parameter needs a gradient of the same length. */
-  step(params: ParamSet, grads: Record<string, ArrayLike<number>>, lr: number): void {
+  /**
+   * One update with learning rate `lr`: every parameter needs a gradient of the same length. Each gradient is
+   * read as `gradScale · g` (the clipping factor), so clipping costs no pass of its own.
+   */
+  step(params: ParamSet, grads: Record<string, ArrayLike<number>>, lr: number, gradScale = 1): void {
     if (!Number.isFinite(lr) || lr < 0)
       throw new OptimizerError(`AdamW: learning rate must be finite and ≥ 0, got ${lr}`)
+    if (!Number.isFinite(gradScale)) throw new OptimizerError(`AdamW: gradient scale must be finite, got ${gradScale}`)
     for (const [name, p] of Object.entries(params)) {
       const g = grads[name]
       if (!g) throw new OptimizerError(`AdamW: no gradient for parameter ${name}`)
@@ -66,21 +70,21 @@ export class AdamW {
         throw new OptimizerError(`AdamW: gradient for ${name} has ${g.length} elements, parameter ${p.length}`)
     }
     this.#step += 1
-    const { beta1: b1, beta2: b2, eps } = this
-    const c1 = 1 - b1 ** this.#step
-    const c2 = 1 - b2 ** this.#step
+    const { beta1, beta2, eps } = this
+    // p ← p·(1 − lr·λ) − lr · m̂ / (√v̂ + ε), with m̂ = m / (1 − β1ᵗ) and v̂ = v / (1 − β2ᵗ), written as
+    // p·decay − a·m / (√v · k + ε) with a = lr / (1 − β1ᵗ) and k = 1 / √(1 − β2ᵗ)
+    const a = lr / (1 - beta1 ** this.#step)
+    const k = 1 / Math.sqrt(1 - beta2 ** this.#step)
     for (const [name, p] of Object.entries(params)) {
       const g = grads[name]!
-      const m = this.#moment(this.#m, name, p)
-      const v = this.#moment(this.#v, name, p)
       const decay = this.#noDecay(name) ? 1 : 1 - lr * this.weightDecay
-      for (let i = 0; i < p.length; i++) {
-        const gi = g[i]!
-        m[i] = b1 * m[i]! + (1 - b1) * gi
-        v[i] = b2 * v[i]! + (1 - b2) * gi * gi
-        // p ← p·(1 − lr·λ) − lr · m̂ / (√v̂ + ε), with m̂ = m / (1 − β1ᵗ), v̂ = v / (1 − β2ᵗ)
-        p[i] = p[i]! * decay - (lr * (m[i]! / c1)) / (Math.sqrt(v[i]! / c2) + eps)
-      }
+      adamwKernel(
+        p,
+        isFloatArray(g) ? g : Float64Array.from(g),
+        this.#moment(this.#m, name, p),
+        this.#moment(this.#v, name, p),
+        { beta1, beta2, eps, a, k, decay, gradScale },
+      )
     }
   }
 
@@ -122,23 +126,71 @@ export class AdamW {
   }
 }
 
-/** √(Σ over every gradient of g²). */
+function isFloatArray(x: ArrayLike<number>): x is FloatArray {
+  return x instanceof Float32Array || x instanceof Float64Array
+}
+
+interface KernelConstants {
+  beta1: number
+  beta2: number
+  eps: number
+  a: number
+  k: number
+  decay: number
+  gradScale: number
+}
+
+/**
+ * One fused pass over a parameter: scale the gradient, update both moments, update the weight. Kept apart
+ * from the class, with its constants in locals, so V8 compiles one tight loop per typed-array kind (the loop
+ * over SmolLM2's 135M weights takes ~1.3 s on one core; written inline over `ArrayLike` it took ~2.3 s).
+ */
+function adamwKernel(p: FloatArray, g: FloatArray, m: FloatArray, v: FloatArray, c: KernelConstants): void {
+  const { beta1, beta2, eps, a, k, decay, gradScale } = c
+  const ob1 = 1 - beta1
+  const ob2 = 1 - beta2
+  const n = p.length
+  for (let i = 0; i < n; i++) {
+    const gi = g[i]! * gradScale
+    const mi = beta1 * m[i]! + ob1 * gi
+    const vi = beta2 * v[i]! + ob2 * gi * gi
+    m[i] = mi
+    v[i] = vi
+    p[i] = p[i]! * decay - (a * mi) / (Math.sqrt(vi) * k + eps)
+  }
+}
+
+/** √(Σ over every gradient of g²), summed in float64. */
 export function globalNorm(grads: Record<string, ArrayLike<number>>): number {
   let sum = 0
-  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i]! * g[i]!
+  for (const g of Object.values(grads)) sum += sumOfSquares(isFloatArray(g) ? g : Float64Array.from(g))
   return Math.sqrt(sum)
+}
+
+function sumOfSquares(g: FloatArray): number {
+  let sum = 0
+  for (let i = 0; i < g.length; i++) {
+    const x = g[i]!
+    sum += x * x
+  }
+  return sum
+}
+
+/** The factor min(1, maxNorm / ‖g‖) that clips a gradient of global norm `norm`; 1 for a non-finite norm. */
+export function clipScale(norm: number, maxNorm: number): number {
+  if (!(maxNorm > 0)) throw new OptimizerError(`clipGradNorm: maxNorm must be > 0, got ${maxNorm}`)
+  return !Number.isFinite(norm) || norm <= maxNorm ? 1 : maxNorm / (norm + 1e-6)
 }
 
 /**
  * Scales every gradient in place by min(1, maxNorm / ‖g‖) (global norm over all tensors). Returns the norm
- * before clipping and the factor applied; a non-finite norm leaves the gradients untouched.
+ * before clipping and the factor applied; a non-finite norm leaves the gradients untouched. (A train step
+ * passes the factor to `AdamW.step` instead, which saves this pass.)
  */
 export function clipGradNorm(grads: Record<string, FloatArray>, maxNorm: number): { norm: number; scale: number } {
-  if (!(maxNorm > 0)) throw new OptimizerError(`clipGradNorm: maxNorm must be > 0, got ${maxNorm}`)
   const norm = globalNorm(grads)
-  if (!Number.isFinite(norm) || norm <= maxNorm) return { norm, scale: 1 }
-  const scale = maxNorm / (norm + 1e-6)
-  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] = g[i]! * scale
+  const scale = clipScale(norm, maxNorm)
+  if (scale !== 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] = g[i]! * scale
   return { norm, scale }
 }
 

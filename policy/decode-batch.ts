@@ -6,7 +6,7 @@
 import { type Feeds, type Fetches, type TensorData, tensor } from '../engine/index.ts'
 import { FUSED_IO, fusedDecodeUnsupported } from './decode-graph.ts'
 import { type DecodeSampling, IO } from './model.ts'
-import type { PolicyModel } from './policy-model.ts'
+import type { DecodeWeights, PolicyModel } from './policy-model.ts'
 import { argmax, sampleFromLogprobs, type TokenChoice, type UniformSource } from './sampling.ts'
 
 /** One sequence to decode: its prompt and how its tokens are drawn. */
@@ -56,9 +56,9 @@ export interface DecodeBatchOptions {
   /**
    * `frozen`: the weights as they are now baked into the decode sessions (pre-packed once by ORT; re-loaded
    * when they change, see PolicyModel.decodeSession); more memory and a load per policy version. `inputs`
-   * (default): weights fed to every run.
+   * (default: the model's `decodeWeights`, itself `inputs` unless set): weights fed to every run.
    */
-  weights?: 'inputs' | 'frozen'
+  weights?: DecodeWeights
 }
 
 export class DecodeBatchError extends Error {
@@ -116,7 +116,7 @@ export class DecodeBatch {
     this.capacity = options.capacity
     this.#sampling = options.sampling ?? 'auto'
     this.#compact = options.compact ?? false
-    this.#frozen = options.weights === 'frozen'
+    this.#frozen = (options.weights ?? model.decodeWeights) === 'frozen'
     if (this.#frozen && model.dtype !== 'float32')
       throw new DecodeBatchError(`frozen decode weights are float32 only (this model runs in ${model.dtype})`)
     // the adapters are inputs of the plain graph only; the frozen and fused graphs carry the base weights alone

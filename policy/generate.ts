@@ -1,6 +1,6 @@
 import { DecodeBatch } from './decode-batch.ts'
 import type { DecodeSampling } from './model.ts'
-import type { PolicyModel } from './policy-model.ts'
+import type { DecodeWeights, PolicyModel } from './policy-model.ts'
 import { stopIndex, type UniformSource } from './sampling.ts'
 
 export interface GenerateOptions {
@@ -25,7 +25,7 @@ export interface GenerateOptions {
   /** The decode graph (DecodeBatchOptions.graph, default plain). */
   graph?: 'auto' | 'fused' | 'plain'
   /** Weights fed to every run, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
-  weights?: 'inputs' | 'frozen'
+  weights?: DecodeWeights
 }
 
 export interface Generation {

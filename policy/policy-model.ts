@@ -60,11 +60,23 @@ export interface LoraAdapters {
  * are the frozen base and every graph (decode, score, forward, train) adds the adapters' path, so rollout,
  * rescore and update compute the same policy; training updates the adapters only.
  */
+/** Decode with the weights fed to every run, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
+export type DecodeWeights = 'inputs' | 'frozen'
+
+/** How a model's graphs are laid out and run; none changes what they compute beyond float32 rounding. */
+export interface PolicyModelOptions {
+  dtype?: FloatType
+  graph?: GraphOptions
+  /** The decode weights of a decode batch that names none (default `inputs`). */
+  decodeWeights?: DecodeWeights
+}
+
 export class PolicyModel {
   readonly config: ModelConfig
   readonly dtype: FloatType
   /** Layout of the score and train graphs (logit chunks, layer recomputation). */
   readonly graphOptions: GraphOptions
+  readonly decodeWeights: DecodeWeights
   weights: Map<string, Float32Array>
   readonly lora?: LoraAdapters
   readonly #engine: Engine
@@ -81,12 +93,13 @@ export class PolicyModel {
     engine: Engine,
     config: ModelConfig,
     weights: Map<string, Float32Array>,
-    options: { dtype?: FloatType; graph?: GraphOptions; lora?: LoraAdapters } = {},
+    options: PolicyModelOptions & { lora?: LoraAdapters } = {},
   ) {
     this.#engine = engine
     this.config = config
     this.dtype = options.dtype ?? 'float32'
     this.graphOptions = options.graph ?? {}
+    this.decodeWeights = options.decodeWeights ?? 'inputs'
     this.weights = weights
     if (options.lora) this.lora = options.lora
     const { cos, sin } = ropeTables(config, config.maxPositions)
@@ -125,6 +138,11 @@ export class PolicyModel {
   /** The tensors a train step updates, by name (the arrays themselves: AdamW updates them in place). */
   trainable(): Map<string, Float32Array> {
     return this.lora ? this.lora.adapters : this.weights
+  }
+
+  /** This model's layout options (for a copy of it with other weights or adapters). */
+  options(): PolicyModelOptions {
+    return { dtype: this.dtype, graph: this.graphOptions, decodeWeights: this.decodeWeights }
   }
 
   /** The weights with the adapters merged in (W + (alpha / r)·B·A), for export and serving; `weights` without. */

@@ -1,4 +1,4 @@
-import { type AdamW, clipGradNorm, type Feeds, type ModelHandle } from '../engine/index.ts'
+import { type AdamW, clipScale, type Feeds, globalNorm, type ModelHandle } from '../engine/index.ts'
 import { IO, type LossBuilder } from './model.ts'
 import type { PolicyModel } from './policy-model.ts'
 
@@ -40,7 +40,7 @@ export class NonFiniteLossError extends Error {
 
 /**
  * One optimizer step: runs the train graph (loss, log-probs and every gradient in one run), clips the global
- * gradient norm, and updates the model's weights (with LoRA: its adapters) in place with AdamW.
+ * gradient norm (the factor applied inside AdamW's pass), and updates the model's weights (with LoRA: its adapters) in place with AdamW.
  */
 export async function trainStep(
   model: PolicyModel,
@@ -59,7 +59,8 @@ export async function trainStep(
     throw new NonFiniteLossError(`train step: loss is ${loss}; weights left unchanged`, { ...outputs, loss })
   const grads: Record<string, Float32Array> = {}
   for (const spec of model.trainableSpecs()) grads[spec.name] = out[`${spec.name}_grad`]?.data as Float32Array
-  const { norm } = clipGradNorm(grads, maxGradNorm)
+  const norm = globalNorm(grads)
+  const scale = clipScale(norm, maxGradNorm)
   // a NaN gradient under a finite loss would turn every weight into NaN at this step
   if (!Number.isFinite(norm))
     throw new NonFiniteLossError(`train step: gradient norm is ${norm} (loss ${loss}); weights left unchanged`, {
@@ -67,6 +68,6 @@ export async function trainStep(
       loss,
       gradNorm: norm,
     })
-  optimizer.step(Object.fromEntries(model.trainable()), grads, lr)
+  optimizer.step(Object.fromEntries(model.trainable()), grads, lr, scale)
   return { loss, gradNorm: norm, outputs }
 }

@@ -314,6 +314,25 @@ const Retention = z.strictObject({
   optimizerStateOnlyForLast: z.boolean().default(true),
 })
 
+/**
+ * How the policy's graphs run (speed and memory, not results): both switches leave every computed value the
+ * same up to float32 rounding (docs/benchmarks.md §6.4, §6.5).
+ */
+const EngineSettings = z.strictObject({
+  /**
+   * Rebuild each decoder layer from its input in the backward pass instead of keeping its activations (gradient
+   * checkpointing): SmolLM2's 8 × 512 train step peaks at 3.4 GiB instead of 10.9, for about one more forward pass.
+   */
+  recomputeLayers: z.boolean().default(false),
+  /**
+   * Rollout decoding with the weights fed to every run (`inputs`), or baked into pre-packed sessions once per
+   * policy version (`frozen`: less CPU per token, a session load per version; not with LoRA adapters).
+   */
+  decodeWeights: z.enum(['inputs', 'frozen']).default('inputs'),
+})
+
+export const ENGINE_DEFAULTS: Readonly<z.infer<typeof EngineSettings>> = Object.freeze(EngineSettings.parse({}))
+
 export const RETENTION_DEFAULTS: Readonly<z.infer<typeof Retention>> = Object.freeze(Retention.parse({}))
 
 export const RunConfigSchema = z
@@ -333,6 +352,8 @@ export const RunConfigSchema = z
     threads: positiveInt(),
     /** Absent or partial: the defaults (keep the last 3, the best and every evaluated one; optimizer for the last). */
     retention: Retention.prefault({}),
+    /** Absent or partial: layers kept, decode weights fed (ENGINE_DEFAULTS). */
+    engine: EngineSettings.prefault({}),
     /** Start from another run's checkpoint (the fork phase copies it into this run); absent: make the base. */
     fork: Fork.optional(),
   })
@@ -370,6 +391,11 @@ export const RunConfigSchema = z
     } else if (c.warmstart !== null) {
       problem(['warmstart'], 'an imported model starts from its own weights: set warmstart to null')
     }
+    if (c.engine.decodeWeights === 'frozen' && c.model.lora)
+      problem(
+        ['engine', 'decodeWeights'],
+        'frozen decode sessions carry the base weights alone: with model.lora, decode with weights fed (inputs)',
+      )
     if (c.stage1.actingData === 'demonstrations' && c.warmstart === null)
       problem(['stage1', 'actingData'], 'demonstrations replays the warm-start, which this run does not have')
     if (c.stage2.miniBatchSize > c.stage2.tasksPerStep * c.stage2.groupSize * c.stage2.maxEnvSteps) {
@@ -409,6 +435,7 @@ export type RetentionConfig = RunConfig['retention']
 export type BuiltinModelConfig = z.infer<typeof BuiltinModel>
 export type ImportedModelConfig = z.infer<typeof ImportedModel>
 export type LoraSettings = z.infer<typeof Lora>
+export type EngineSettingsConfig = z.infer<typeof EngineSettings>
 
 export type ParsedRunConfig = { ok: true; config: RunConfig } | { ok: false; problems: string[] }
 

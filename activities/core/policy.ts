@@ -5,8 +5,9 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
 import { initLora, type LoraConfig } from '../../policy/lora.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
+import { PolicyModel, type PolicyModelOptions } from '../../policy/policy-model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
+import { ENGINE_DEFAULTS, type EngineSettingsConfig } from '../../seed/config.ts'
 
 export class CorePhaseError extends Error {
   override name = 'CorePhaseError'
@@ -107,19 +108,38 @@ function endOfTurnId(tokenizer: TextTokenizer, template: ChatTemplate): number |
 /**
  * Loads a checkpoint (weights copied, so training the policy never changes the checkpoint's arrays). A
  * checkpoint with a chat template (tokenizer_config.json of an imported model) gets the template's codec;
- * otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>` by default).
+ * otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>` by default). `settings`
+ * (the run config's `engine`) lay out its graphs.
  */
-export function loadPolicy(engine: Engine, checkpoint: Checkpoint, kind: 'builtin' | 'chatml' = 'builtin'): Policy {
-  const codec = checkpointCodec(checkpoint, kind)
+export function loadPolicy(
+  engine: Engine,
+  checkpoint: Checkpoint,
+  options: { kind?: 'builtin' | 'chatml'; settings?: EngineSettingsConfig } = {},
+): Policy {
+  const codec = checkpointCodec(checkpoint, options.kind)
+  const layout = modelOptions(options.settings ?? ENGINE_DEFAULTS)
   const lora = checkpoint.lora
   if (lora) {
     // the adapter graphs over the frozen base: rollout, rescore and update compute the same function
     const model = new PolicyModel(engine, checkpoint.config, copyWeights(lora.base), {
+      ...layout,
       lora: { config: lora.config, adapters: copyWeights(lora.adapters) },
     })
     return { model, codec, checkpoint }
   }
-  return { model: new PolicyModel(engine, checkpoint.config, copyWeights(checkpoint.weights)), codec, checkpoint }
+  return {
+    model: new PolicyModel(engine, checkpoint.config, copyWeights(checkpoint.weights), layout),
+    codec,
+    checkpoint,
+  }
+}
+
+/** The model options of a run config's engine settings. */
+export function modelOptions(settings: EngineSettingsConfig): PolicyModelOptions {
+  return {
+    ...(settings.recomputeLayers ? { graph: { recomputeLayers: true } } : {}),
+    decodeWeights: settings.decodeWeights,
+  }
 }
 
 function copyWeights(weights: Map<string, Float32Array>): Map<string, Float32Array> {
@@ -152,6 +172,7 @@ export function withLora(policy: Policy, lora: LoraConfig, seed: number): boolea
   }
   const c = policy.model.config
   policy.model = new PolicyModel(policy.model.engine, c, policy.model.weights, {
+    ...policy.model.options(),
     lora: { config: lora, adapters: initLora(c, lora, mulberry32(seed)) },
   })
   return true

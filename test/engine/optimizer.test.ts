@@ -63,6 +63,23 @@ describe('AdamW', () => {
     assert.deepEqual(Array.from(b.w), Array.from(a.w))
   })
 
+  it('gradScale reads every gradient as scale · g: the same update as clipping first', () => {
+    const grads = { w: Float64Array.of(3, -4, 0.5), b: Float64Array.of(2) }
+    const a = { w: Float64Array.of(0.3, -0.7, 1.1), b: Float64Array.of(0.2) }
+    const b = { w: a.w.slice(), b: a.b.slice() }
+    const first = new AdamW({ weightDecay: 0.1 })
+    const second = new AdamW({ weightDecay: 0.1 })
+    for (let step = 0; step < 3; step++) {
+      const clipped = { w: grads.w.slice(), b: grads.b.slice() }
+      const { scale } = clipGradNorm(clipped, 1)
+      first.step(a, clipped, 0.01)
+      second.step(b, grads, 0.01, scale)
+    }
+    close(b.w, Array.from(a.w), 1e-15)
+    close(b.b, Array.from(a.b), 1e-15)
+    assert.throws(() => second.step(b, grads, 0.01, Number.NaN), /gradient scale must be finite/)
+  })
+
   it('rejects a missing gradient, naming the parameter', () => {
     assert.throws(
       () => new AdamW().step({ w: new Float32Array(2), b: new Float32Array(1) }, { w: [0, 0] }, 0.1),

@@ -19,6 +19,7 @@ import { IO } from '../policy/model.ts'
 import { parameterCount, parameterSpecs } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
+import { forwardFlops, matmulPeak } from './flops.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
@@ -272,6 +273,26 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         what: 'forward + backward: loss, per-token log-probs, every gradient',
       }
       say(`  train (fwd+bwd) ${B}×${T}: ${summary(result.trainGraph)}`)
+      // the in-graph MatMul peak in this run, against the model FLOPs the train graph does per second at its best
+      const peak = Math.max(
+        await matmulPeak(engine, B * T, c.hiddenSize, c.hiddenSize),
+        await matmulPeak(engine, B * T, c.hiddenSize, c.intermediateSize),
+      )
+      const flops = 3 * forwardFlops(c, T) * B // forward + backward (twice the forward's MatMuls)
+      const best = Math.min(...s)
+      result.trainGraph = {
+        ...(result.trainGraph as object),
+        matmul: {
+          peakGflops: peak,
+          modelGflop: flops / 1e9,
+          gflopsAtMin: flops / best / 1e9,
+          shareOfPeak: flops / best / 1e9 / peak,
+          what: 'peak: best of 5 of a lone (B·T, C) × (C, C) or (C, F) MatMul graph; model FLOPs: 3 × the forward MatMuls (logit-chunk recomputation not counted)',
+        },
+      }
+      say(
+        `  MatMul peak ${peak.toFixed(0)} GFLOP/s; the train graph does ${(flops / best / 1e9).toFixed(0)} GFLOP/s of model FLOPs at its best (${((100 * flops) / best / 1e9 / peak).toFixed(0)}% of the peak)`,
+      )
       const so: number[] = []
       const to: number[] = []
       const last = { seedflow: 0, torch: 0 }
@@ -436,6 +457,7 @@ function markdown(compare: Record<string, unknown>): string {
   ]
   const fmt = (x: Timing) => `${x.min.toFixed(3)} / ${x.median.toFixed(3)}`
   const rss: string[] = []
+  const matmul: string[] = []
   for (const [shape, r] of Object.entries(compare.shapes as Record<string, Record<string, unknown>>)) {
     if (r.skipped || r.failed) {
       rows.push(`| ${shape} | ${r.skipped ?? r.failed} | | | |`)
@@ -449,6 +471,11 @@ function markdown(compare: Record<string, unknown>): string {
     const train = r.trainGraph as { B: number; T: number } | undefined
     const step = r.trainStepWithOptimizer as { B: number; T: number } | undefined
     if (train) add(`train fwd+bwd ${train.B}×${train.T}`, train)
+    const mm = (train as { matmul?: { peakGflops: number; gflopsAtMin: number; shareOfPeak: number } })?.matmul
+    if (mm)
+      matmul.push(
+        `| ${shape} | ${mm.peakGflops.toFixed(0)} | ${mm.gflopsAtMin.toFixed(0)} | ${(100 * mm.shareOfPeak).toFixed(0)}% |`,
+      )
     if (step) add(`train + clip + AdamW ${step.B}×${step.T}`, step)
     for (const [rows_, f] of Object.entries((r.decode ?? {}) as Record<string, { prompt: number; newTokens: number }>))
       add(`decode ${rows_} × (${f.prompt} + ${f.newTokens})`, f)
@@ -474,6 +501,16 @@ function markdown(compare: Record<string, unknown>): string {
     '',
     ...rows,
     '',
+    ...(matmul.length > 0
+      ? [
+          'The train graph against the in-graph MatMul peak of the same run (model FLOPs per second at its best):',
+          '',
+          '| shape | MatMul peak (GFLOP/s) | train graph (GFLOP/s) | share of peak |',
+          '| --- | ---: | ---: | ---: |',
+          ...matmul,
+          '',
+        ]
+      : []),
     '| shape | seedflow peak RSS (GiB) | torch peak RSS (GiB) |',
     '| --- | ---: | ---: |',
     ...rss,

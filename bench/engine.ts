@@ -2,7 +2,7 @@
 // Reference shape (docs/benchmarks.md §7): 4 layers, d=256, 4 heads, ff=1024, vocab 8192, batch 16 × 256.
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
-import { AdamW, createBuilder, createLocalEngine, encodeModel, Graph, tensor, type Value } from '../engine/index.ts'
+import { AdamW, createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
@@ -10,6 +10,7 @@ import { initWeights } from '../policy/init.ts'
 import { parameterCount } from '../policy/parameters.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
 import { meanNll, trainStep } from '../policy/train-step.ts'
+import { forwardFlops, matmulPeak, timeIt } from './flops.ts'
 
 const compareAt = process.argv.indexOf('--compare')
 if (compareAt >= 0) {
@@ -42,53 +43,6 @@ const c: ModelConfig = PRESETS.bench
 const [B, T] = [16, 256]
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
-async function timeIt(fn: () => Promise<unknown>, repeats: number): Promise<number> {
-  await fn() // warm-up: the first runs of a session are slow (docs/benchmarks.md §8)
-  await fn()
-  let best = Number.POSITIVE_INFINITY
-  for (let i = 0; i < repeats; i++) {
-    const started = performance.now()
-    await fn()
-    best = Math.min(best, (performance.now() - started) / 1000)
-  }
-  return best
-}
-
-/** GFLOP/s of one (M, K) × (K, N) MatMul kept inside the graph (only a scalar leaves it). */
-async function matmulPeak(M: number, K: number, N: number): Promise<number> {
-  const graph = new Graph('matmul')
-  const op = createBuilder(graph)
-  const a = op.input('a', 'float32', [M, K])
-  const b = op.input('b', 'float32', [K, N])
-  op.output(op.ReduceSum(op.MatMul(a, b), undefined, { keepdims: 0 }) as Value, 'sum')
-  const model = await engine.load(encodeModel(graph))
-  const rng = mulberry32(1)
-  const feeds = {
-    a: tensor(
-      'float32',
-      [M, K],
-      Float32Array.from({ length: M * K }, () => rng.next()),
-    ),
-    b: tensor(
-      'float32',
-      [K, N],
-      Float32Array.from({ length: K * N }, () => rng.next()),
-    ),
-  }
-  const seconds = await timeIt(() => engine.run(model, feeds), 5)
-  return (2 * M * K * N) / seconds / 1e9
-}
-
-/** Forward FLOPs per sequence of T tokens: every MatMul, attention scores and the output layer included. */
-function forwardFlops(cfg: ModelConfig, tokens: number): number {
-  const C = cfg.hiddenSize
-  const q = cfg.numHeads * cfg.headDim
-  const kv = cfg.numKvHeads * cfg.headDim
-  const perTokenLinear = 2 * (C * q + 2 * C * kv + q * C + 3 * C * cfg.intermediateSize)
-  const attention = 2 * 2 * tokens * tokens * q // QKᵀ and att·V over the full T×T (the mask does not save work)
-  return cfg.numLayers * (tokens * perTokenLinear + attention) + tokens * 2 * C * cfg.vocabSize
-}
-
 const result: Record<string, unknown> = { shape: { ...c, batch: B, tokens: T, parameters: parameterCount(c) }, threads }
 say(
   `seedflow engine benchmark: ${(parameterCount(c) / 1e6).toFixed(2)}M parameters, batch ${B}×${T}, ${threads} threads`,
@@ -101,7 +55,7 @@ const shapes: Array<[string, number, number, number]> = [
 ]
 const peaks: Record<string, number> = {}
 for (const [name, M, K, N] of shapes) {
-  peaks[name] = await matmulPeak(M, K, N)
+  peaks[name] = await matmulPeak(engine, M, K, N)
   say(`  MatMul ${name}: ${peaks[name]?.toFixed(1)} GFLOP/s`)
 }
 const peak = Math.max(...Object.values(peaks))

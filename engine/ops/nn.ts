@@ -48,7 +48,12 @@ export const MatMul = defineOp({
       const n = b2.shape[1]
       if (b2.shape.length === 2 && a2.shape.length > 2 && typeof k === 'number' && typeof n === 'number') {
         // a weight matrix under batched inputs: one (K, B·T) × (B·T, N) product instead of B products and a sum
-        db = op.MatMul(op.Transpose(op.Reshape(a2, [-1, k]), [1, 0]), op.Reshape(g, [-1, n]))
+        // Aᵀ is materialised by a Transpose of the batched A (K first) and a Reshape that ORT cannot fuse into
+        // the MatMul: its fused transposed-A GEMM (FusedMatMul transA) ran at 65–85 GFLOP/s on SmolLM2's
+        // weight gradients where this copy plus a plain GEMM runs at 120–127 (docs/benchmarks.md §6.6)
+        const r = a2.shape.length
+        const at = op.Reshape(op.Transpose(a2, [r - 1, ...Array.from({ length: r - 1 }, (_, i) => i)]), [k, -1])
+        db = op.MatMul(at, op.Reshape(g, [-1, n]))
       } else db = op.sumTo(op.MatMul(op.transposeLast(a2), g), b2)
       if (bVec) db = op.Squeeze(db, [1])
     }

@@ -25,7 +25,36 @@ interface ProfileEvent {
   cat?: string
   name: string
   dur: number
-  args?: { op_name?: string }
+  args?: {
+    op_name?: string
+    input_type_shape?: Array<Record<string, number[]>>
+    output_type_shape?: Array<Record<string, number[]>>
+  }
+}
+
+/** MatMul kernels grouped by their operand shapes: time, count and GFLOP/s of each group, slowest first. */
+function matmulGroups(events: ProfileEvent[]) {
+  const groups = new Map<string, { op: string; shapes: string; ms: number; count: number; flops: number }>()
+  for (const e of events) {
+    const op = e.args?.op_name ?? ''
+    if (!op.includes('MatMul')) continue
+    const [a, b] = (e.args?.input_type_shape ?? []).map((t) => Object.values(t)[0] ?? [])
+    const out = Object.values(e.args?.output_type_shape?.[0] ?? {})[0] ?? []
+    if (!a || !b || out.length === 0) continue
+    const size = (dims: number[]) => dims.reduce((x, y) => x * y, 1)
+    // out = batch·M·N and A = batch·M·K, so K = |A|·N / |out| (2-D B broadcast over A's batch included)
+    const k = (size(a) * (out[out.length - 1] as number)) / size(out)
+    const shapes = `${JSON.stringify(a)} × ${JSON.stringify(b)} → ${JSON.stringify(out)}`
+    const key = `${op} ${shapes}`
+    const g = groups.get(key) ?? { op, shapes, ms: 0, count: 0, flops: 0 }
+    g.ms += e.dur / 1000
+    g.count += 1
+    g.flops += 2 * size(out) * k
+    groups.set(key, g)
+  }
+  return [...groups.values()]
+    .sort((x, y) => y.ms - x.ms)
+    .map((g) => ({ op: g.op, shapes: g.shapes, ms: g.ms, count: g.count, gflops: g.flops / g.ms / 1e6 }))
 }
 
 export async function profileStep(shape = 'smollm2'): Promise<void> {
@@ -61,6 +90,7 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
     const total = [...byOp.values()].reduce((a, b) => a + b, 0)
     const matmul = [...byOp].filter(([k]) => k.includes('MatMul') || k === 'Gemm').reduce((a, [, v]) => a + v, 0)
     const ops = [...byOp].sort((a, b) => b[1] - a[1]).map(([op, us]) => ({ op, ms: us / 1000, share: us / total }))
+    const matmuls = matmulGroups(second)
     const profile = {
       shape,
       B: plan.B,
@@ -68,6 +98,8 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
       kernelSeconds: total / 1e6,
       matmulShare: matmul / total,
       ops: ops.slice(0, 15),
+      /** The MatMul kernels by operand shapes (FusedMatMul: ORT's fusion of a Transpose into the product). */
+      matmuls: matmuls.slice(0, 16),
       loadAverageBefore: load,
       loadAverageAfter: loadavg(),
       measuredAt: new Date().toISOString(),
@@ -77,6 +109,11 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
     )
     for (const o of ops.slice(0, 12))
       process.stdout.write(`  ${o.op.padEnd(24)} ${o.ms.toFixed(0).padStart(7)} ms ${(100 * o.share).toFixed(1)}%\n`)
+    process.stdout.write('  MatMul kernels by operand shapes (time, count, GFLOP/s):\n')
+    for (const g of matmuls.slice(0, 16))
+      process.stdout.write(
+        `    ${g.ms.toFixed(0).padStart(6)} ms ${String(g.count).padStart(4)}× ${g.gflops.toFixed(0).padStart(4)}  ${g.op} ${g.shapes}\n`,
+      )
     const path = new URL('./results/engine.json', import.meta.url)
     const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
     const profiles = { ...((existing.profile as Record<string, unknown>) ?? {}), [shape]: profile }

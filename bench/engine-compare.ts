@@ -438,7 +438,19 @@ export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<voi
   // a run of some shapes replaces those shapes and keeps the others' figures (each carries its own date and load)
   const path = new URL('./results/engine.json', import.meta.url)
   const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
-  const previous = ((existing.compare as Record<string, unknown> | undefined)?.shapes ?? {}) as Record<string, unknown>
+  const before = (existing.compare ?? {}) as Record<string, unknown>
+  // a shape kept from an earlier run keeps that run's time and load (older files stamped only the whole run)
+  const previous = Object.fromEntries(
+    Object.entries((before.shapes ?? {}) as Record<string, Record<string, unknown>>).map(([name, r]) => [
+      name,
+      {
+        measuredAt: before.measuredAt,
+        loadAverageBefore: before.loadAverageBefore,
+        loadAverageAfter: before.loadAverageAfter,
+        ...r,
+      },
+    ]),
+  )
   compare.shapes = { ...previous, ...shapesOut }
   compare.loadAverageAfter = loadavg()
   compare.seconds = (Date.now() - started) / 1000

@@ -141,19 +141,25 @@ function attention(m: Common, l: number, x: Value, mask: Value, cache?: LayerCac
   const p = `model.layers.${l}.self_attn`
   const G = c.numHeads / c.numKvHeads
   const D = c.headDim
+  // 1/√D scales the scores, except against a cache: there it scales the queries (before rotary, which is
+  // linear), because ORT folds a scaled MatMul into a FusedMatMul with an alpha, which loses MLAS's GEMV path
+  // for the single-row products against the cache (2× slower at 384 slots, docs/benchmarks.md §6.6); in the
+  // score and train graphs the scaled scores measured a little faster
+  const scale = 1 / Math.sqrt(D)
+  const queries = linear(m, x, `${p}.q_proj`, c.qkvBias)
   const q = op.Transpose(
-    op.Reshape(linear(m, x, `${p}.q_proj`, c.qkvBias), [0, 0, c.numKvHeads, G, D]),
+    op.Reshape(cache ? op.Mul(queries, scale) : queries, [0, 0, c.numKvHeads, G, D]),
     [0, 2, 3, 1, 4],
   )
   const qr = op.Reshape(rotary(m, q, op.Unsqueeze(m.cos, [1]), op.Unsqueeze(m.sin, [1])), [0, 0, -1, D]) // (B, KV, G·T, D)
   const k = op.Transpose(op.Reshape(linear(m, x, `${p}.k_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
   const kr = rotary(m, k, m.cos, m.sin) // (B, KV, T, D)
   const v = op.Transpose(op.Reshape(linear(m, x, `${p}.v_proj`, c.qkvBias), [0, 0, c.numKvHeads, D]), [0, 2, 1, 3])
-  const scale = 1 / Math.sqrt(D)
-  const scoresNew = op.Add(op.Mul(op.MatMul(qr, op.transposeLast(kr)), scale), mask) // (B, KV, G·T, T)
+  const products = op.MatMul(qr, op.transposeLast(kr))
+  const scoresNew = op.Add(cache ? products : op.Mul(products, scale), mask) // (B, KV, G·T, T)
   let out: Value // (B, KV, G·T, D)
   if (cache) {
-    const scoresCache = op.Add(op.Mul(op.MatMul(qr, cache.kT), scale), cache.mask) // (B, KV, G·T, S)
+    const scoresCache = op.Add(op.MatMul(qr, cache.kT), cache.mask) // (B, KV, G·T, S)
     const att = op.Softmax(op.Concat([scoresCache, scoresNew], -1), -1)
     const S = op.Reshape(op.dim(cache.kT, 3), [1])
     const attCache = op.Slice(att, op.ints([0]), S, [-1])

@@ -437,7 +437,7 @@ export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<voi
     const out = await runChild(shape, join(dir, `${shape}.json`))
     const when = { measuredAt: new Date().toISOString(), loadAverageBefore: before, loadAverageAfter: loadavg() }
     const figures = { ...(typeof out === 'string' ? { failed: out } : out), ...when }
-    if (decodeOnly > 0) rerunsOut[shape] = figures
+    if (decodeOnly > 0) rerunsOut[DECODE_WEIGHTS === 'frozen' ? `${shape}, frozen weights` : shape] = figures
     else shapesOut[shape] = figures
   }
   // a run of some shapes replaces those shapes and keeps the others' figures (each carries its own date and load)

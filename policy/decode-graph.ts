@@ -8,10 +8,10 @@
 // has written (seqlens_k + 1 of them), not the whole capacity, and writes its new key/value into the past
 // buffer itself when present_key is bound to past_key's memory (`past_present_share_buffer`): nothing is
 // copied per step.
-import { type Builder, constTensor, createBuilder, Graph, type Value } from '../engine/index.ts'
+import { createBuilder, Graph, type Value } from '../engine/index.ts'
 import { attr } from '../engine/ir.ts'
 import type { ModelConfig } from './config.ts'
-import { type DecodeSampling, type FloatType, IO } from './model.ts'
+import { type DecodeSampling, type FloatType, IO, samplerHead } from './model.ts'
 import { POSITION_TABLE, parameterSpecs } from './parameters.ts'
 
 /** Names of the fused graph's own inputs and outputs (the rest are model.ts's IO names). */
@@ -138,34 +138,10 @@ export function buildFusedDecodeGraph(
   const out = param(c.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight') // (V, C)
   const logits = op.MatMul(op.Mul(last, invTemperature), op.Transpose(out, [1, 0]))
   const logprobs = op.Squeeze(op.LogSoftmax(logits, -1), [1]) // (B, V)
-  samplerHead(op, c, logprobs, sampling)
+  samplerHead(op, c, logprobs, sampling, 'float32')
   for (let l = 0; l < c.numLayers; l++) {
     op.output(presentK[l] as Value, FUSED_IO.presentK(l))
     op.output(presentV[l] as Value, FUSED_IO.presentV(l))
   }
   return graph
-}
-
-/** buildDecodeGraph's sampler outputs, over a (B, V) log-prob row (same rule, same names). */
-function samplerHead(op: Builder, c: ModelConfig, logprobs: Value, sampling: DecodeSampling): void {
-  if (sampling === 'logprobs') {
-    op.output(logprobs, IO.logprobs)
-    return
-  }
-  const uniform = op.input(IO.uniform, 'float32', ['B'])
-  const pick = (token: Value, name: string, logprobName: string) => {
-    op.output(token, name)
-    op.output(op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(token, [1]), 1), [1]), logprobName)
-  }
-  // token = #{v : cdf[v] < u}: the first id whose cumulative mass reaches u (clamped for rounding)
-  const [cdf] = op.customOp(
-    'CumSum',
-    [op.Exp(logprobs), op.constant(constTensor('int64', [], [1]))],
-    [{ dtype: 'float32', shape: ['B', c.vocabSize] }],
-  )
-  const below = op.ReduceSum(op.Cast(op.Less(cdf as Value, op.Unsqueeze(uniform, [1])), 'int64'), [1], {
-    keepdims: 0,
-  })
-  pick(op.Min(below, op.constant(constTensor('int64', [], [c.vocabSize - 1]))), IO.sampledToken, IO.sampledLogprob)
-  pick(op.ArgMax(logprobs, 1, { keepdims: 0 }), IO.greedyToken, IO.greedyLogprob)
 }

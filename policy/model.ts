@@ -259,30 +259,45 @@ export function buildDecodeGraph(
   const T = op.Reshape(op.dim(hidden, 1), [1])
   const last = op.Slice(hidden, op.Sub(T, op.ints([1])), T, [1]) // (B, 1, C)
   const logprobs = op.Squeeze(logSoftmaxScaled(m, last, invTemperature), [1]) // (B, V)
-  if (sampling === 'logprobs') op.output(logprobs, IO.logprobs)
-  else {
-    const uniform = op.input(IO.uniform, dtype, ['B'])
-    const pick = (token: Value, name: string, logprobName: string) => {
-      op.output(token, name)
-      op.output(op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(token, [1]), 1), [1]), logprobName)
-    }
-    // token = #{v : cdf[v] < u}, the first id whose cumulative mass reaches u (clamped for rounding)
-    const [cdf] = op.customOp(
-      'CumSum',
-      [op.Exp(logprobs), op.constant(constTensor('int64', [], [1]))],
-      [{ dtype, shape: ['B', c.vocabSize] }],
-    )
-    const below = op.ReduceSum(op.Cast(op.Less(cdf as Value, op.Unsqueeze(uniform, [1])), 'int64'), [1], {
-      keepdims: 0,
-    })
-    pick(op.Min(below, op.constant(constTensor('int64', [], [c.vocabSize - 1]))), IO.sampledToken, IO.sampledLogprob)
-    pick(op.ArgMax(logprobs, 1, { keepdims: 0 }), IO.greedyToken, IO.greedyLogprob)
-  }
+  samplerHead(op, c, logprobs, sampling, dtype)
   for (let l = 0; l < c.numLayers; l++) {
     op.output(op.transposeLast(newK[l] as Value), IO.newK(l)) // (B, KV, D, Tq): rows copy straight into the cache
     op.output(newV[l] as Value, IO.newV(l))
   }
   return graph
+}
+
+/**
+ * The decode graphs' outputs from the last position's (B, V) log-probs: the log-probs themselves, or (in-graph
+ * sampling) the token drawn with one seeded uniform per row and the greedy token, each with its log-prob.
+ */
+export function samplerHead(
+  op: Builder,
+  c: ModelConfig,
+  logprobs: Value,
+  sampling: DecodeSampling,
+  dtype: FloatType,
+): void {
+  if (sampling === 'logprobs') {
+    op.output(logprobs, IO.logprobs)
+    return
+  }
+  const uniform = op.input(IO.uniform, dtype, ['B'])
+  const pick = (token: Value, name: string, logprobName: string) => {
+    op.output(token, name)
+    op.output(op.Squeeze(op.GatherElements(logprobs, op.Unsqueeze(token, [1]), 1), [1]), logprobName)
+  }
+  // token = #{v : cdf[v] < u}, the first id whose cumulative mass reaches u (clamped for rounding)
+  const [cdf] = op.customOp(
+    'CumSum',
+    [op.Exp(logprobs), op.constant(constTensor('int64', [], [1]))],
+    [{ dtype, shape: ['B', c.vocabSize] }],
+  )
+  const below = op.ReduceSum(op.Cast(op.Less(cdf as Value, op.Unsqueeze(uniform, [1])), 'int64'), [1], {
+    keepdims: 0,
+  })
+  pick(op.Min(below, op.constant(constTensor('int64', [], [c.vocabSize - 1]))), IO.sampledToken, IO.sampledLogprob)
+  pick(op.ArgMax(logprobs, 1, { keepdims: 0 }), IO.greedyToken, IO.greedyLogprob)
 }
 
 /** Full forward: raw logits (B, T, V) at every position (reference checks and deployment export). */

@@ -9,6 +9,7 @@ import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
 import { SMALL } from './small-config.ts'
+import { staggered } from './staggered-decode.ts'
 
 const PROMPTS = [[5, 9, 11, 3, 7, 2, 8], [4, 4], [17, 30, 1, 9], [12]]
 
@@ -16,39 +17,6 @@ function logSoftmax(row: Float64Array): Float64Array {
   const max = Math.max(...row)
   const lse = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0))
   return row.map((x) => x - lse)
-}
-
-/** Decodes `n` tokens of each spec, admitting spec i before step `joinAt[i]`; returns each sequence's tokens. */
-async function staggered(
-  batch: DecodeBatch,
-  specs: SequenceSpec[],
-  joinAt: number[],
-  n: number,
-): Promise<{ tokens: SampledToken[][]; rows: number[] }> {
-  const tokens: SampledToken[][] = specs.map(() => [])
-  const rows: number[] = specs.map(() => -1)
-  const ofRow = new Map<number, number>()
-  const take = (t: SampledToken) => {
-    const i = ofRow.get(t.row) as number
-    tokens[i]?.push(t)
-    if ((tokens[i] as SampledToken[]).length === n) {
-      batch.release(t.row)
-      ofRow.delete(t.row)
-    }
-  }
-  for (let step = 0; ; step++) {
-    for (const t of await batch.step()) take(t) // the rows that were live before this step's joiners
-    const joining = specs.flatMap((_, i) => (joinAt[i] === step ? [i] : []))
-    const first = await batch.admit(joining.map((i) => specs[i] as SequenceSpec))
-    first.forEach((t, j) => {
-      const i = joining[j] as number
-      rows[i] = t.row
-      ofRow.set(t.row, i)
-      take(t)
-    })
-    if (ofRow.size === 0 && joinAt.every((j) => j <= step)) break
-  }
-  return { tokens, rows }
 }
 
 describe('decode batch', () => {

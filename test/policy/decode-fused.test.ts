@@ -13,36 +13,12 @@ import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
 import { PolicyModel } from '../../policy/policy-model.ts'
 import { SMALL } from './small-config.ts'
+import { staggered } from './staggered-decode.ts'
 
 /** GroupQueryAttention's rotary wants a head size divisible by 16; 4 query heads share 2 KV heads. */
 const LLAMA: ModelConfig = { ...SMALL, hiddenSize: 64, headDim: 16, numLayers: 2 }
 const QWEN2: ModelConfig = { ...LLAMA, family: 'qwen2', qkvBias: true, tieEmbeddings: false }
 const PROMPTS = [[5, 9, 11, 3, 7, 2, 8], [4, 4], [17, 30, 1, 9], [12], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]]
-
-/** Decodes `n` tokens of each spec, admitting spec i before step `joinAt[i]`; each sequence's tokens. */
-async function staggered(batch: DecodeBatch, specs: SequenceSpec[], joinAt: number[], n: number) {
-  const tokens: SampledToken[][] = specs.map(() => [])
-  const ofRow = new Map<number, number>()
-  const take = (t: SampledToken) => {
-    const i = ofRow.get(t.row) as number
-    tokens[i]?.push(t)
-    if ((tokens[i] as SampledToken[]).length === n) {
-      batch.release(t.row)
-      ofRow.delete(t.row)
-    }
-  }
-  for (let step = 0; ; step++) {
-    for (const t of await batch.step()) take(t)
-    const joining = specs.flatMap((_, i) => (joinAt[i] === step ? [i] : []))
-    const first = await batch.admit(joining.map((i) => specs[i] as SequenceSpec))
-    first.forEach((t, j) => {
-      ofRow.set(t.row, joining[j] as number)
-      take(t)
-    })
-    if (ofRow.size === 0 && joinAt.every((j) => j <= step)) break
-  }
-  return tokens
-}
 
 function worstGap(a: SampledToken[][], b: SampledToken[][]): number {
   let worst = 0
@@ -100,7 +76,7 @@ describe('fused decode graph', () => {
         assert.equal(batch.graph, graph)
         const specs = PROMPTS.map((_, i) => spec(i, i === 1 ? { greedy: true, temperature: 0.6 } : {}))
         // the fifth joins row 0 or 1 once its first two sequences have ended
-        return staggered(batch, specs, [0, 0, 2, 5, 34], 32)
+        return (await staggered(batch, specs, [0, 0, 2, 5, 34], 32)).tokens
       }
       const fused = await run('fused')
       const plain = await run('plain')
@@ -113,7 +89,7 @@ describe('fused decode graph', () => {
       const run = async (graph: 'fused' | 'plain') => {
         const batch = new DecodeBatch(model, { rows: 4, capacity: 40, graph })
         const specs = [0, 2, 4].map((i) => spec(i, { topP: 0.9, topLogprobs: 5 }))
-        return staggered(batch, specs, [0, 0, 3], 12)
+        return (await staggered(batch, specs, [0, 0, 3], 12)).tokens
       }
       const fused = await run('fused')
       const plain = await run('plain')
@@ -192,12 +168,13 @@ describe('fused decode graph', () => {
       const decode = async (e: Engine) => {
         const model = new PolicyModel(e, LLAMA, weights)
         const batch = new DecodeBatch(model, { rows: 2, capacity: 32, compact: true, graph: 'fused' })
-        return staggered(
+        const { tokens } = await staggered(
           batch,
           [0, 1, 3].map((i) => ({ prompt: PROMPTS[i] as number[], temperature: 0.9, rng: mulberry32(50 + i) })),
           [0, 1, 18],
           16,
         )
+        return tokens
       }
       const local = await decode(engine)
       const remote = await decode(worker)

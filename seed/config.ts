@@ -262,6 +262,17 @@ export const Stage2Schema = z.strictObject({
   aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
   invalidPenalty: coefficient(),
   analyzer: Analyzer,
+  /**
+   * seedflow's guard: log π_θ − log π_old (PPO) and ref − log π_θ (k3 KL) clamped to ±20 before exp, so a float32
+   * overflow never makes a gradient NaN. false: the reference's plain exp (docs/algorithm.md §6.2, §6.4).
+   */
+  clampLogRatios: z.boolean().default(true),
+  /**
+   * The reference's padding: random step samples (seeded) are duplicated until the iteration's samples are a
+   * multiple of `miniBatchSize`, before advantages, so the copies enter the group statistics and the loss.
+   * false (seedflow's default): no copies, the last mini-batch is smaller (docs/algorithm.md §3).
+   */
+  padToMiniBatch: z.boolean().default(false),
 })
 
 const Evaluation = z.strictObject({

@@ -8,10 +8,19 @@ import { boundProblems, dottedPath, fieldsAt, unknownFieldProblem } from './conf
 /**
  * Stage 2's settings, less those the run plan is derived from (iterations, tasks per step and group size fix the
  * iteration count and the shards) and the analyzer's prompt sizes. Every field optional; unknown fields rejected.
+ * A field's default is left out (an override that does not name a field must not reset it to its default).
  */
-const Stage2Overrides = Stage2Schema.omit({ iterations: true, tasksPerStep: true, groupSize: true, analyzer: true })
+const Stage2Overrides = z
+  .strictObject(
+    Object.fromEntries(
+      Object.entries(
+        Stage2Schema.omit({ iterations: true, tasksPerStep: true, groupSize: true, analyzer: true }).shape,
+      ).map(([name, field]) => [name, field instanceof z.ZodDefault ? field.unwrap() : field]),
+    ) as unknown as { [K in keyof Stage2Fields]: z.ZodType<Stage2Fields[K]> },
+  )
   .partial()
-  .strict()
+
+type Stage2Fields = Omit<z.output<typeof Stage2Schema>, 'iterations' | 'tasksPerStep' | 'groupSize' | 'analyzer'>
 
 export const HyperparameterOverridesSchema = z.object({ stage2: Stage2Overrides }).partial().strict()
 

@@ -1,8 +1,9 @@
 // The SEED loss terms (docs/algorithm.md §6), built as engine subgraphs. Each function takes the builder and
 // per-token Values of shape (B, T) in one float dtype, with `logProbs` = log π_θ of the sampled tokens as the
-// train graph computes them (carrying the gradient), and returns scalar Values. The constants and numeric
-// guards are the released code's: PPO-clip with dual clip and a clamped log-ratio, k3 KL with both clamps,
-// SDAR's sigmoid gate for OPD, verl's masked means with a 1e-8 guard.
+// train graph computes them (carrying the gradient), and returns scalar Values. The constants are the released
+// code's: PPO-clip with dual clip, k3 KL clamped at its output, SDAR's sigmoid gate for OPD, verl's masked means
+// with a 1e-8 guard. seedflow adds one guard of its own, on by default (docs/algorithm.md §6.2, §6.4): the log-ratios
+// are clamped to ±20 before exp, in the PPO ratio and inside the KL; `clampLogRatios: false` is the reference's plain exp.
 import type { Builder, Value } from '../engine/index.ts'
 import { LossConfigError, SeedInputError } from './errors.ts'
 
@@ -12,10 +13,12 @@ export const LOSS_CONSTANTS = {
   clipHigh: 0.2,
   /** Dual-clip bound for A < 0 (`clip_ratio_c`). */
   clipRatioC: 3.0,
-  /** log π_θ − log π_old is clamped to ±this before exp. */
+  /**
+   * seedflow's guard (not the reference's): log π_θ − log π_old (PPO) and ref − log π_θ (k3 KL) are clamped to
+   * ±this before exp, so an overflowing exp never turns a clipped gradient into 0·∞ = NaN.
+   */
   logRatioClamp: 20,
-  /** k3 KL: ref − log π_θ is clamped to ±this before exp, the KL value to ±klValueClamp after. */
-  klLogRatioClamp: 20,
+  /** k3 KL: the KL value is clamped to ±this (the reference's only clamp of the KL). */
   klValueClamp: 10,
   /** OPD gate sharpness β. */
   opdBeta: 5.0,
@@ -75,6 +78,8 @@ export interface PpoOptions {
   clipHigh?: number
   clipRatioC?: number
   aggregation?: Aggregation
+  /** Clamp the log-ratio to ±LOSS_CONSTANTS.logRatioClamp before exp (seedflow's default); false: plain exp. */
+  clampLogRatio?: boolean
 }
 
 export interface PpoTerm {
@@ -83,13 +88,13 @@ export interface PpoTerm {
   clipFraction: Value
   /** Share of response tokens with A < 0 where the dual clip bound −A·c is the smaller one. */
   clipFractionLower: Value
-  /** Masked mean of log π_old − log π_θ (clamped): verl's ppo_kl. */
+  /** Masked mean of log π_old − log π_θ (clamped where the ratio is): verl's ppo_kl. */
   approxKl: Value
 }
 
 /**
  * loss_tok = max(−A·r, −A·clip(r, 1−ε, 1+ε)), and for A < 0 additionally min(that, −A·c), with
- * r = exp(clamp(log π_θ − log π_old, ±20)).
+ * r = exp(clamp(log π_θ − log π_old, ±20)), or the reference's plain exp with `clampLogRatio: false`.
  */
 export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {}): PpoTerm {
   const { logProbs: s, oldLogProbs: old, advantages: a, mask } = x
@@ -104,8 +109,7 @@ export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {})
     )
   }
   return op.scope('ppo', () => {
-    const bound = LOSS_CONSTANTS.logRatioClamp
-    const logRatio = op.Clip(op.Sub(s, old), -bound, bound) // (B, T)
+    const logRatio = clampLogRatio(op, op.Sub(s, old), options.clampLogRatio) // (B, T)
     const ratio = op.Exp(logRatio)
     const negA = op.Neg(a)
     const unclipped = op.Mul(negA, ratio)
@@ -135,13 +139,25 @@ export interface KlInputs extends TokenMask {
   refLogProbs: Value
 }
 
-/** k3 (`low_var_kl`): d = clamp(ref − log π_θ, ±20), kl = clamp(eᵈ − d − 1, ±10), aggregated. */
-export function klLoss(op: Builder, x: KlInputs, options: { aggregation?: Aggregation } = {}): { loss: Value } {
+/** The log-ratio clamped to ±LOSS_CONSTANTS.logRatioClamp (seedflow's guard, on unless `clamp` is false). */
+function clampLogRatio(op: Builder, logRatio: Value, clamp = true): Value {
+  const bound = LOSS_CONSTANTS.logRatioClamp
+  return clamp ? op.Clip(logRatio, -bound, bound) : logRatio
+}
+
+/**
+ * k3 (`low_var_kl`): d = clamp(ref − log π_θ, ±20), kl = clamp(eᵈ − d − 1, ±10), aggregated; with
+ * `clampLogRatio: false` d is not clamped (the reference, which clamps only the KL value).
+ */
+export function klLoss(
+  op: Builder,
+  x: KlInputs,
+  options: { aggregation?: Aggregation; clampLogRatio?: boolean } = {},
+): { loss: Value } {
   checkTokens('klLoss', { logProbs: x.logProbs, refLogProbs: x.refLogProbs, mask: x.mask })
   return op.scope('kl', () => {
-    const inner = LOSS_CONSTANTS.klLogRatioClamp
     const outer = LOSS_CONSTANTS.klValueClamp
-    const d = op.Clip(op.Sub(x.refLogProbs, x.logProbs), -inner, inner)
+    const d = clampLogRatio(op, op.Sub(x.refLogProbs, x.logProbs), options.clampLogRatio)
     const kl = op.Clip(op.Sub(op.Sub(op.Exp(d), d), 1), -outer, outer) // (B, T)
     return { loss: aggregate(op, kl, x.mask, options.aggregation) }
   })
@@ -246,8 +262,10 @@ export interface ActorLossConfig {
   /** The loss is divided by this (gradient-accumulation steps per mini-batch); default 1. */
   gradientAccumulation?: number
   aggregation?: Aggregation
-  ppo?: Omit<PpoOptions, 'aggregation'>
+  ppo?: Omit<PpoOptions, 'aggregation' | 'clampLogRatio'>
   opdBeta?: number
+  /** seedflow's ±20 clamp of the log-ratios before exp, in PPO and the KL (default true; false: the reference). */
+  clampLogRatios?: boolean
 }
 
 export interface ActorLossInputs extends PpoInputs {
@@ -281,7 +299,8 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
     }
   }
   const aggregation = config.aggregation ?? 'token-mean'
-  const pg = ppoClipLoss(op, x, { ...config.ppo, aggregation })
+  const clampLogRatio = config.clampLogRatios ?? true
+  const pg = ppoClipLoss(op, x, { ...config.ppo, aggregation, clampLogRatio })
   let total = pg.loss
   const result: ActorLoss = { loss: total, pg }
   if (config.terms.entropy) {
@@ -307,7 +326,7 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
     const kl = klLoss(
       op,
       { logProbs: x.logProbs, refLogProbs: need(x.refLogProbs, 'refLogProbs'), mask: x.mask },
-      { aggregation },
+      { aggregation, clampLogRatio },
     ).loss
     result.kl = kl
     if (config.klCoef !== 0) total = op.Add(total, op.Mul(kl, config.klCoef))

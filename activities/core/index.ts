@@ -70,6 +70,7 @@ export {
   actorFeeds,
   loadActorTrainModel,
   type MiniBatchMetrics,
+  padToMiniBatch,
   sampleAdvantages,
   type UpdateInput,
   type UpdateMetrics,

@@ -1,7 +1,9 @@
 // Update (docs/algorithm.md §6.1–§6.5): group advantages over step samples, then one pass of AdamW over
 // mini-batches (ppo_epochs = 1, no shuffle) of the actor loss L_pg − c_H·H + λ·L_opd + c_KL·L_kl built into the
-// policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories).
+// policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories). With
+// `padToMiniBatch` (the reference's padding, docs/algorithm.md §3) copies of random samples come first.
 import { AdamW, type AdamWState, type Feeds, type ModelHandle, type Value } from '../../engine/index.ts'
+import { mulberry32 } from '../../envs/rng.ts'
 import { NonFiniteLossError, type TrainStepResult, trainStep } from '../../policy/train-step.ts'
 import type { Stage2Config } from '../../seed/config.ts'
 import {
@@ -35,6 +37,8 @@ export type UpdateSettings = Pick<
   | 'aggregation'
   | 'invalidPenalty'
   | 'temperature'
+  | 'clampLogRatios'
+  | 'padToMiniBatch'
 >
 
 export interface UpdateInput {
@@ -44,6 +48,8 @@ export interface UpdateInput {
   settings: UpdateSettings
   /** AdamW moments from the previous update (the run's optimizer state); fresh when absent. */
   optimizerState?: AdamWState
+  /** Seeds which samples `padToMiniBatch` copies (required with it). */
+  seed?: number
 }
 
 /** Scalar diagnostics of one mini-batch, as the train graph returns them. */
@@ -68,7 +74,10 @@ export interface MiniBatchMetrics {
 
 export interface UpdateMetrics {
   miniBatches: number
+  /** Step samples trained on, copies included. */
   samples: number
+  /** Copies `padToMiniBatch` added (0 without it). */
+  paddedSamples: number
   /** Response tokens trained on (every sample's), for training throughput. */
   tokens: number
   advantageMean: number
@@ -102,7 +111,7 @@ export interface UpdateResult {
   optimizerState: AdamWState
   metrics: UpdateMetrics
   perMiniBatch: MiniBatchMetrics[]
-  /** A_i per sample, in input order. */
+  /** A_i per trained sample: the input's in order, then `padToMiniBatch`'s copies. */
   advantages: Float64Array
 }
 
@@ -142,6 +151,22 @@ export function sampleAdvantages(samples: readonly ScoredSample[], settings: Upd
   return advantages
 }
 
+/**
+ * The reference's padding (`padToMiniBatch`): the samples followed by copies of uniformly drawn ones (seeded, with
+ * replacement) until their number is a multiple of `miniBatchSize`; the samples themselves when it is already.
+ */
+export function padToMiniBatch(
+  samples: readonly ScoredSample[],
+  miniBatchSize: number,
+  seed: number,
+): readonly ScoredSample[] {
+  const missing = (miniBatchSize - (samples.length % miniBatchSize)) % miniBatchSize
+  if (missing === 0 || samples.length === 0) return samples
+  const rng = mulberry32(seed)
+  const copies = Array.from({ length: missing }, () => samples[Math.floor(rng.next() * samples.length)] as ScoredSample)
+  return [...samples, ...copies]
+}
+
 /** Loads the train graph of an actor loss with these terms and coefficients. */
 export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: UpdateSettings): Promise<ModelHandle> {
   return policy.model.loadTrainModel((op, scores, dtype) => {
@@ -166,6 +191,7 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
       opdBeta: settings.opdBeta,
       aggregation: settings.aggregation,
       ppo: { clipLow: settings.clipLow, clipHigh: settings.clipHigh, clipRatioC: settings.clipRatioC },
+      clampLogRatios: settings.clampLogRatios,
     })
     const extra: Record<string, Value> = {
       [OUT.pgLoss]: r.pg.loss,
@@ -272,8 +298,13 @@ async function namedNonFinite(
 /** One pass over the samples in mini-batches; trains `policy`'s weights in place. */
 export async function update(policy: Policy, input: UpdateInput): Promise<UpdateResult> {
   const started = performance.now()
-  const { samples, terms, settings } = input
-  if (samples.length === 0) throw new CorePhaseError('update: no step samples')
+  const { terms, settings } = input
+  if (input.samples.length === 0) throw new CorePhaseError('update: no step samples')
+  if (settings.padToMiniBatch && input.seed === undefined)
+    throw new CorePhaseError('update: padToMiniBatch needs a seed for the samples it copies')
+  const samples = settings.padToMiniBatch
+    ? padToMiniBatch(input.samples, settings.miniBatchSize, input.seed as number)
+    : input.samples
   const advantages = sampleAdvantages(samples, settings)
   const train = await loadActorTrainModel(policy, terms, settings)
   const optimizer = new AdamW(
@@ -332,6 +363,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     metrics: {
       miniBatches: perMiniBatch.length,
       samples: samples.length,
+      paddedSamples: samples.length - input.samples.length,
       tokens: samples.reduce((n, s) => n + s.responseIds.length, 0),
       advantageMean: advantages.reduce((a, b) => a + b, 0) / advantages.length,
       advantageAbsMean: advantages.reduce((a, b) => a + Math.abs(b), 0) / advantages.length,

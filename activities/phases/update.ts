@@ -13,10 +13,14 @@ import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
+/** The stream of `padToMiniBatch`'s copies within the iteration's seed. */
+const PAD_STREAM = 0x9ad
+
 const needs = (c: RunConfig) => ({
   terms: lossTerms(c.algorithm),
   settings: c.stage2,
-  ...(c.model.lora ? { lora: c.model.lora, seed: c.seed } : {}),
+  seed: c.seed,
+  ...(c.model.lora ? { lora: c.model.lora } : {}),
 })
 
 export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, UpdateSummary> = {
@@ -35,7 +39,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
         const { policy, optimizer } = await read.policy(snap.acting)
         // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
-        const fresh = lora ? withLora(policy, lora, mixSeed(seed ?? 0, iteration, LORA_SEED)) : false
+        const fresh = lora ? withLora(policy, lora, mixSeed(seed, iteration, LORA_SEED)) : false
         const adapter = policy.model.lora?.config
         if (!lora && adapter)
           throw fatal(
@@ -47,6 +51,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
           samples,
           terms,
           settings,
+          seed: mixSeed(seed, iteration, PAD_STREAM),
           ...(optimizer && !fresh ? { optimizerState: optimizer } : {}),
         })
         const stats = numericStats(updated.metrics, ['loss', 'pgLoss', 'gradNorm'])

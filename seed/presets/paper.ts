@@ -35,18 +35,18 @@ const STAGE2 = {
   advantageStatistics: 'steps',
   perEpisodeWeight: false,
   aggregation: 'token-mean',
-  invalidPenalty: 0.1,
 } satisfies Partial<Input['stage2']>
 
-/** The analyzer of every environment but Sokoban: analysis_context_length 16384, answers up to 4096 tokens. */
+/** The analyzer of the text environments: analysis_context_length 16384, answers up to 4096 tokens. */
 const ANALYZER = { maxPromptTokens: 16384, maxAnswerTokens: 4096 } satisfies Input['stage2']['analyzer']
+/** The analyzer of the visual ones (Sokoban, EZPoints): answers up to 2048 tokens. */
+const VISUAL_ANALYZER = { ...ANALYZER, maxAnswerTokens: 2048 } satisfies Input['stage2']['analyzer']
 
-/** Evaluation on seen test tasks every 5 iterations (the number of tasks is per env). */
+/** Evaluation on seen test tasks (how many and how often, test_freq, are per env). */
 const EVALUATION = {
   split: 'test-seen',
   seedStart: 0,
   temperature: 0.4,
-  every: 5,
 } satisfies Partial<Input['evaluation']>
 
 interface PaperEnv {
@@ -62,27 +62,32 @@ interface PaperEnv {
     | 'advantageMode'
     | 'klCoef'
     | 'entropyCoef'
+    | 'invalidPenalty'
     | 'analyzer'
   >
-  evaluation: Pick<Input['evaluation'], 'tasks'>
+  evaluation: Pick<Input['evaluation'], 'tasks' | 'every'>
 }
 
-/** docs/algorithm.md §7 per environment: max steps, history, prompt length, B / N, mini-batch, adv mode, KL. */
+/**
+ * docs/algorithm.md §7 per environment: max steps, history, prompt length, updates, B / N, mini-batch, adv mode,
+ * KL, entropy, invalid-action penalty, analyzer budgets, val batch size and test_freq.
+ */
 const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
   household: {
     maxEnvSteps: 30,
     prompt: { historyWindow: 5, maxPromptTokens: 2048 },
     stage2: {
-      iterations: 160,
+      iterations: 150, // the updates the ALFWorld runs made (the launcher says 160 epochs)
       tasksPerStep: 16,
       groupSize: 8,
       miniBatchSize: 256,
       advantageMode: 'meanStd',
       klCoef: 0.01,
       entropyCoef: 0.001,
+      invalidPenalty: 0.1,
       analyzer: ANALYZER,
     },
-    evaluation: { tasks: 128 },
+    evaluation: { tasks: 128, every: 5 },
   },
   shop: {
     maxEnvSteps: 15,
@@ -95,9 +100,10 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
       advantageMode: 'mean',
       klCoef: 0.01,
       entropyCoef: 0.001,
+      invalidPenalty: 0.1,
       analyzer: ANALYZER,
     },
-    evaluation: { tasks: 128 },
+    evaluation: { tasks: 128, every: 5 },
   },
   searchqa: {
     maxEnvSteps: 4,
@@ -110,9 +116,10 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
       advantageMode: 'meanStd',
       klCoef: 0.001,
       entropyCoef: 0,
+      invalidPenalty: 0.01, // rewards are 1/0 here, not 10/0
       analyzer: ANALYZER,
     },
-    evaluation: { tasks: 512 },
+    evaluation: { tasks: 512, every: 150 },
   },
   sokoban: {
     maxEnvSteps: 15,
@@ -125,9 +132,10 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
       advantageMode: 'meanStd',
       klCoef: 0.01,
       entropyCoef: 0.001,
-      analyzer: { ...ANALYZER, maxPromptTokens: 24576 }, // analysis_context_length 24576 for Sokoban
+      invalidPenalty: 0.1,
+      analyzer: { ...VISUAL_ANALYZER, maxPromptTokens: 24576 }, // analysis_context_length 24576 for Sokoban
     },
-    evaluation: { tasks: 128 },
+    evaluation: { tasks: 128, every: 5 },
   },
   ezpoints: {
     maxEnvSteps: 8,
@@ -140,9 +148,10 @@ const PAPER_ENVS: Record<RunEnvName, PaperEnv> = {
       advantageMode: 'meanStd',
       klCoef: 0.01,
       entropyCoef: 0.001,
-      analyzer: ANALYZER,
+      invalidPenalty: 0.1,
+      analyzer: VISUAL_ANALYZER,
     },
-    evaluation: { tasks: 128 },
+    evaluation: { tasks: 128, every: 5 },
   },
 }
 

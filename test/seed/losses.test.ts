@@ -86,12 +86,20 @@ const closeAll = (actual: ArrayLike<number>, expected: ArrayLike<number>, tol: n
 }
 
 const ppoBuild =
-  (aggregation: RefAggregation = 'token-mean'): Build =>
+  (aggregation: RefAggregation = 'token-mean', clampLogRatio = true): Build =>
   (op, x) => {
-    const r = ppoClipLoss(op, { logProbs: x.s, oldLogProbs: x.old, advantages: x.adv, mask: x.mask }, { aggregation })
+    const r = ppoClipLoss(
+      op,
+      { logProbs: x.s, oldLogProbs: x.old, advantages: x.adv, mask: x.mask },
+      { aggregation, clampLogRatio },
+    )
     return { loss: r.loss, clipFraction: r.clipFraction, clipFractionLower: r.clipFractionLower, approxKl: r.approxKl }
   }
 const klBuild: Build = (op, x) => ({ loss: klLoss(op, { logProbs: x.s, refLogProbs: x.ref, mask: x.mask }).loss })
+/** The reference's k3: no clamp of d before exp, only of the value. */
+const klReferenceBuild: Build = (op, x) => ({
+  loss: klLoss(op, { logProbs: x.s, refLogProbs: x.ref, mask: x.mask }, { clampLogRatio: false }).loss,
+})
 const entropyBuild: Build = (op, x) => ({ loss: entropyTerm(op, { entropy: x.entropy, mask: x.mask }).loss })
 const sftBuild: Build = (op, x) => ({ loss: sftLoss(op, { logProbs: x.s, mask: x.mask }).loss })
 const opdBuild =
@@ -187,6 +195,31 @@ describe('PPO clipped surrogate', () => {
     for (const g of out.s_grad!) assert.ok(Number.isFinite(g), `gradient ${g} is finite`)
   })
 
+  it("clampLogRatio false is the reference's plain exp: the log-ratio is not cut at ±20", async () => {
+    // one token with log-ratio −25: approx KL = −log ratio = 25 (reference) vs 20 (clamped); the masked mean's
+    // 1e-8 guard is inside the tolerance
+    const b = batch(1, 1, { old: [0], s: [-25], adv: [1] })
+    const reference = await runTerm(engine, ppoBuild('token-mean', false), b)
+    const ours = await runTerm(engine, ppoBuild(), b)
+    close(reference.approxKl![0]!, 25, 1e-6, 'reference approx KL')
+    close(ours.approxKl![0]!, 20, 1e-6, 'clamped approx KL')
+    const ref = refPpo(b, 'token-mean', 0.2, 3, false)
+    close(reference.loss![0]!, ref.loss, 1e-15, 'reference loss vs typed-array reference')
+    close(reference.approxKl![0]!, ref.approxKl, 1e-12, 'reference approx KL vs typed-array reference')
+  })
+
+  it('why the clamp is the default: without it an overflowing ratio makes a float32 gradient NaN', async () => {
+    const b = batch(1, 2, { old: [-100, 0], s: [0, -1], adv: [-1, 1] })
+    const reference = await runTerm(engine, ppoBuild('token-mean', false), b, { dtype: 'float32', grad: true })
+    const ours = await runTerm(engine, ppoBuild(), b, { dtype: 'float32', grad: true })
+    close(reference.loss![0]!, ours.loss![0]!, 1e-6, 'same loss (the dual clip bound holds)')
+    assert.ok(
+      Array.from(reference.s_grad!).some((g) => !Number.isFinite(g)),
+      `unclamped gradient ${Array.from(reference.s_grad!)} has a non-finite entry`,
+    )
+    for (const g of ours.s_grad!) assert.ok(Number.isFinite(g), `clamped gradient ${g} is finite`)
+  })
+
   for (const mode of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const) {
     it(`equals the typed-array reference on random inputs (${mode})`, async () => {
       for (const seed of [1, 2, 3]) {
@@ -260,6 +293,24 @@ describe('KL to the reference (k3) and entropy', () => {
     const out = await runTerm(engine, klBuild, extreme, { dtype: 'float32', grad: true })
     close(out.loss![0]!, 5, 1e-6, 'clamped kl mean')
     for (const g of out.s_grad!) assert.ok(Number.isFinite(g), `gradient ${g} is finite`)
+  })
+
+  it("without the inner clamp (the reference's) values are the same; float32 gradients overflow", async () => {
+    // k3 at |d| = 20 is > 10 already, so the inner clamp never changes a value, only the gradient's 0·∞
+    const moderate = randomBatch(8)
+    close(
+      (await runTerm(engine, klReferenceBuild, moderate)).loss![0]!,
+      (await runTerm(engine, klBuild, moderate)).loss![0]!,
+      1e-15,
+      'same k3 value',
+    )
+    const extreme = batch(1, 2, { s: [-200, -1], ref: [0, -1] })
+    const reference = await runTerm(engine, klReferenceBuild, extreme, { dtype: 'float32', grad: true })
+    close(reference.loss![0]!, 5, 1e-6, 'value clamped at 10')
+    assert.ok(
+      Array.from(reference.s_grad!).some((g) => !Number.isFinite(g)),
+      `unclamped KL gradient ${Array.from(reference.s_grad!)} has a non-finite entry`,
+    )
   })
 
   it('equals the typed-array reference on random inputs', async () => {

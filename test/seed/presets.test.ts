@@ -144,7 +144,7 @@ describe('presets', () => {
       household: row('household', {
         historyWindow: 5,
         maxPromptTokens: 2048,
-        iterations: 160,
+        iterations: 150,
         tasksPerStep: 16,
         groupSize: 8,
         maxEnvSteps: 30,
@@ -182,6 +182,7 @@ describe('presets', () => {
         advantageMode: 'meanStd',
         analyzerPromptTokens: 16384,
         evaluationTasks: 512,
+        evaluationEvery: 150,
       }),
     })
     for (const env of RUN_ENV_NAMES) {
@@ -190,7 +191,11 @@ describe('presets', () => {
       assert.equal(c.stage1.maxEnvSteps, c.stage2.maxEnvSteps)
       assert.equal(c.evaluation.maxEnvSteps, c.stage2.maxEnvSteps)
       assert.equal(c.prompt.maxResponseTokens, 512)
-      assert.equal(c.stage2.analyzer.maxAnswerTokens, 4096)
+      const visual = env === 'sokoban' || env === 'ezpoints'
+      assert.equal(c.stage2.analyzer.maxAnswerTokens, visual ? 2048 : 4096, `${env}'s analyzer answer budget`)
+      assert.equal(c.stage2.invalidPenalty, env === 'searchqa' ? 0.01 : 0.1, `${env}'s invalid-action penalty`)
+      assert.equal(c.stage2.clampLogRatios, true)
+      assert.equal(c.stage2.padToMiniBatch, false)
     }
   })
 

@@ -48,13 +48,13 @@ export function refMaskedMean(b: Batch, x: (i: number) => number, mask: (i: numb
   return num / (den + EPS)
 }
 
-export function refPpo(b: Batch, mode: RefAggregation = 'token-mean', eps = 0.2, c = 3) {
+export function refPpo(b: Batch, mode: RefAggregation = 'token-mean', eps = 0.2, c = 3, clampLogRatio = true) {
   const perToken = new Float64Array(b.B * b.T)
   const clipped = new Float64Array(b.B * b.T)
   const lower = new Float64Array(b.B * b.T)
   const negLogRatio = new Float64Array(b.B * b.T)
   for (let i = 0; i < perToken.length; i++) {
-    const logRatio = clamp(b.s[i]! - b.old[i]!, -20, 20)
+    const logRatio = clampLogRatio ? clamp(b.s[i]! - b.old[i]!, -20, 20) : b.s[i]! - b.old[i]!
     const r = Math.exp(logRatio)
     const a = b.adv[i]!
     const l1 = -a * r

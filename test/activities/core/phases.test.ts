@@ -8,9 +8,11 @@ import {
   fitPrompt,
   loadActorTrainModel,
   type Policy,
+  padToMiniBatch,
   type RolloutResult,
   rescore,
   rollout,
+  sampleAdvantages,
   sampleTasks,
   sft,
   update,
@@ -266,6 +268,49 @@ describe('update', () => {
       for (let t = 0; t < T; t++) teacher[b * T + t] = 0
     })
     assert.notDeepEqual(shiftAnalyzed.grad, reference.grad)
+  })
+
+  it("padToMiniBatch (the reference's padding) copies seeded random samples up to a multiple, before advantages", async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    const n = r.samples.length
+    const miniBatchSize = 5
+    assert.ok(n % miniBatchSize !== 0, `${n} samples: not a multiple of ${miniBatchSize} already`)
+    const padded = padToMiniBatch(r.samples, miniBatchSize, 7)
+    assert.equal(padded.length % miniBatchSize, 0)
+    assert.ok(padded.length - n < miniBatchSize)
+    assert.deepEqual(padded.slice(0, n), r.samples)
+    for (const copy of padded.slice(n)) assert.ok(r.samples.includes(copy), 'a copy is one of the samples')
+    assert.deepEqual(padToMiniBatch(r.samples, miniBatchSize, 7), padded, 'seeded')
+    assert.notDeepEqual(
+      [8, 9, 10].map((seed) => padToMiniBatch(r.samples, miniBatchSize, seed).slice(n)),
+      [7, 7, 7].map(() => padded.slice(n)),
+      'another seed copies other samples',
+    )
+    assert.equal(padToMiniBatch(padded, miniBatchSize, 7), padded, 'a multiple is left alone')
+    const lr0 = { ...settings, lr: 0, miniBatchSize }
+    const plain = await update(microPolicy(engine, checkpoint), { samples: r.samples, terms, settings: lr0 })
+    assert.equal(plain.metrics.samples, n)
+    assert.equal(plain.metrics.paddedSamples, 0)
+    assert.equal(
+      plain.perMiniBatch.at(-1)!.samples,
+      n % miniBatchSize,
+      'without padding the last mini-batch is smaller',
+    )
+    const on = { ...lr0, padToMiniBatch: true }
+    await assert.rejects(update(microPolicy(engine, checkpoint), { samples: r.samples, terms, settings: on }), /seed/)
+    const pad = await update(microPolicy(engine, checkpoint), { samples: r.samples, terms, settings: on, seed: 7 })
+    assert.equal(pad.metrics.samples, padded.length)
+    assert.equal(pad.metrics.paddedSamples, padded.length - n)
+    assert.ok(pad.perMiniBatch.every((m) => m.samples === miniBatchSize))
+    // the copies enter the group statistics: the advantages are those of the padded list
+    assert.deepEqual(pad.advantages, sampleAdvantages(padded, on))
+    assert.notDeepEqual(pad.advantages.subarray(0, n), plain.advantages)
   })
 
   it('fails a diverging learning rate in the second mini-batch, naming the loss term, mini-batch and lr', async () => {

@@ -126,6 +126,13 @@ const PromptSettings = z.strictObject({
   maxPromptTokens: positiveInt(),
   /** Most new tokens of one action response. */
   maxResponseTokens: positiveInt(),
+  /**
+   * How an over-long prompt (step, teacher or analyzer) is fitted into its budget (docs/algorithm.md §13):
+   * `drop-oldest` (the default) drops whole history entries (analyzer steps), oldest first, then the whole skill
+   * block, never cutting the task line or the skill; `left` (the reference's) tokenizes the full prompt with the
+   * chat template and cuts its leftmost tokens, so the chat header, the task line and the skill go first.
+   */
+  truncation: z.enum(['drop-oldest', 'left']).default('drop-oldest'),
 })
 
 const Warmstart = z.strictObject({

@@ -84,6 +84,7 @@ export {
   HISTORY_ENTRY,
   type PromptBudget,
   type PromptLayout,
+  type PromptTruncation,
   promptBudget,
   renderLayout,
   splitHistory,

@@ -1,7 +1,9 @@
-// Prompt-length accounting and truncation (docs/algorithm.md §13). A prompt that does not fit loses its oldest
-// history entries first; the task line, an inserted block (skill) and the response are never cut. A block that
-// cannot fit even without history is dropped whole, with a reason the caller counts. Pure functions over
-// strings, given the tokenizer's count.
+// Prompt-length accounting and truncation (docs/algorithm.md §13). Two policies (`prompt.truncation`):
+// `drop-oldest` (the default): a prompt that does not fit loses its oldest history entries first; the task line,
+// an inserted block (skill) and the response are never cut, and a block that cannot fit even without history is
+// dropped whole, with a reason the caller counts. `left` (the reference's): the full rendering is kept and the
+// leftmost tokens of its tokenization are cut; this module says how many, the codec cuts the ids
+// (activities/core/prompts.ts). Pure functions over strings, given the tokenizer's count.
 import { type AnalyzerEpisode, analyzerPrompt } from './analyzer.ts'
 import { SeedInputError } from './errors.ts'
 import { insertBlock } from './skill-context.ts'
@@ -52,8 +54,19 @@ export function renderLayout(layout: PromptLayout, dropOldest = 0): string {
   return text + layout.tail
 }
 
+/**
+ * How a prompt over its budget is fitted (`prompt.truncation`, docs/algorithm.md §13):
+ * - `drop-oldest`: whole history entries (analyzer steps) leave, oldest first, then the whole block; the task line
+ *   and the block are never cut;
+ * - `left`: the reference's: the full rendering (all history, the block inserted, all analyzer steps) is tokenized
+ *   with the chat template and its leftmost tokens are cut, so the chat header, the task line and the skill go first.
+ */
+export type PromptTruncation = 'drop-oldest' | 'left'
+
 export interface PromptBudget {
   countTokens: CountTokens
+  /** Default `drop-oldest`. */
+  truncation?: PromptTruncation
   /** The most prompt tokens allowed (`max_prompt_length`). */
   maxPromptTokens: number
   /** With `contextLength`: the response (or answer) needs this many tokens after the prompt, never cut. */
@@ -72,6 +85,11 @@ export type FitResult =
       dropped: number
       /** The block could not fit even without history, so the prompt goes without it. */
       blockDropped: boolean
+      /**
+       * `left` only: the leftmost tokens of `prompt`'s tokenization cut to fit (the model sees the last `tokens`
+       * of them); 0 when the prompt fits, and always under `drop-oldest`.
+       */
+      tokensCut: number
     }
   | { ok: false; code: FitFailure; reason: string; tokens: number; budget: number }
 
@@ -91,9 +109,9 @@ export function promptBudget(budget: PromptBudget): number {
 
 /**
  * Fits a step prompt (ordinary, or with `block` inserted for the teacher or a library skill) into the budget.
- * Drops the oldest history entries first; if the prompt with the block does not fit even without history,
- * drops the block (counted) and fits the prompt alone; fails only when the prompt's protected parts alone
- * (everything but the history) exceed the budget.
+ * `drop-oldest`: drops the oldest history entries first; if the prompt with the block does not fit even without
+ * history, drops the block (counted) and fits the prompt alone; fails only when the prompt's protected parts alone
+ * (everything but the history) exceed the budget. `left`: the whole prompt with the block, its leftmost tokens cut.
  */
 export function fitStepPrompt(
   prompt: string | PromptLayout,
@@ -103,12 +121,17 @@ export function fitStepPrompt(
   const limit = promptBudget(budget)
   if (limit < 0) return responseTooLong(budget, limit)
   const block = budget.block?.trim() ?? ''
+  if (budget.truncation === 'left') {
+    const text = renderLayout(layout)
+    return fitLeft(block ? insertBlock(text, block) : text, limit, budget.countTokens, 'step prompt')
+  }
   const attempt = (withBlock: boolean): (FitResult & { ok: true }) | null => {
     for (let drop = 0; drop <= layout.entries.length; drop++) {
       const text = renderLayout(layout, drop)
       const candidate = withBlock ? insertBlock(text, block) : text
       const tokens = budget.countTokens(candidate)
-      if (tokens <= limit) return { ok: true, prompt: candidate, tokens, dropped: drop, blockDropped: false }
+      if (tokens <= limit)
+        return { ok: true, prompt: candidate, tokens, dropped: drop, blockDropped: false, tokensCut: 0 }
     }
     return null
   }
@@ -130,17 +153,20 @@ export function fitStepPrompt(
 }
 
 /**
- * Fits the analyzer prompt: leaves out the oldest steps first (the prompt says how many), never the header,
- * the task line or the last step; `responseTokens` reserves room for the answer (the skill JSON).
+ * Fits the analyzer prompt: `drop-oldest` leaves out the oldest steps first (the prompt says how many), never the
+ * header, the task line or the last step; `left` cuts the leftmost tokens of the whole prompt. `responseTokens`
+ * reserves room for the answer (the skill JSON).
  */
 export function fitAnalyzerPrompt(episode: AnalyzerEpisode, budget: PromptBudget): FitResult {
   const limit = promptBudget(budget)
   if (limit < 0) return responseTooLong(budget, limit)
+  if (budget.truncation === 'left')
+    return fitLeft(analyzerPrompt(episode), limit, budget.countTokens, 'analyzer prompt')
   const last = Math.max(0, episode.steps.length - 1)
   for (let first = 0; first <= last; first++) {
     const prompt = analyzerPrompt(episode, { firstStep: first })
     const tokens = budget.countTokens(prompt)
-    if (tokens <= limit) return { ok: true, prompt, tokens, dropped: first, blockDropped: false }
+    if (tokens <= limit) return { ok: true, prompt, tokens, dropped: first, blockDropped: false, tokensCut: 0 }
   }
   const tokens = budget.countTokens(analyzerPrompt(episode, { firstStep: last }))
   return {
@@ -152,9 +178,28 @@ export function fitAnalyzerPrompt(episode: AnalyzerEpisode, budget: PromptBudget
   }
 }
 
+/**
+ * `left` truncation of a whole prompt: unchanged when it fits; otherwise the same text with the count of leftmost
+ * tokens to cut, keeping exactly `limit` (the codec cuts the ids: activities/core/prompts.ts).
+ */
+function fitLeft(prompt: string, limit: number, countTokens: CountTokens, what: string): FitResult {
+  const tokens = countTokens(prompt)
+  if (tokens <= limit) return { ok: true, prompt, tokens, dropped: 0, blockDropped: false, tokensCut: 0 }
+  if (limit === 0) {
+    return {
+      ok: false,
+      code: 'protected-too-long',
+      reason: `the ${what} needs ${tokens} tokens and the budget keeps none of them`,
+      tokens,
+      budget: limit,
+    }
+  }
+  return { ok: true, prompt, tokens: limit, dropped: 0, blockDropped: false, tokensCut: tokens - limit }
+}
+
 export interface FitTally {
   prompts: number
-  /** Prompts that lost history entries or steps. */
+  /** Prompts that lost history entries or steps, or (`left`) leftmost tokens. */
   truncated: number
   /** Prompts whose block (skill) was dropped because it could not fit. */
   blockDropped: number
@@ -178,7 +223,7 @@ export function tallyFits(results: readonly FitResult[]): FitTally {
       tally.failures[r.code]++
       continue
     }
-    if (r.dropped > 0) tally.truncated++
+    if (r.dropped > 0 || r.tokensCut > 0) tally.truncated++
     if (r.blockDropped) tally.blockDropped++
   }
   return tally

@@ -24,7 +24,7 @@ import {
   promptHashOf,
 } from './annotator.ts'
 import type { Policy, PromptCodec } from './policy.ts'
-import { analyzerObservation, fitAnalyzer, type PromptBudgetSettings } from './prompts.ts'
+import { analyzerObservation, type FittedPrompt, fitAnalyzer, type PromptBudgetSettings } from './prompts.ts'
 import type { RolloutTrajectory } from './rollout.ts'
 
 export interface SkillRecord {
@@ -43,16 +43,22 @@ export interface SkillRecord {
   answer?: string
   /** Who wrote the answer, where it was not the policy or the oracle (Stage 1's external annotator). */
   source?: AnswerSource
-  /** The fitted analyzer prompt and its sha256. */
+  /**
+   * The fitted analyzer prompt and its sha256. Under `left` truncation it is the full prompt and the model saw its
+   * tokenization less `promptTokensCut` leftmost ids (prompts.ts `promptContext`; docs/algorithm.md §13): the text
+   * stays whole, since a cut at a token boundary cannot be written back as text that tokenizes the same.
+   */
   prompt: string
   promptHash: string
   /** Oldest steps left out of the analyzer prompt to fit the budget. */
   stepsDropped: number
+  /** Leftmost prompt tokens `left` truncation cut; absent when none. */
+  promptTokensCut?: number
 }
 
 export interface AnalyzeStats {
   parse: ParseStats
-  /** Analyzer prompts that lost steps to the budget. */
+  /** Analyzer prompts that lost steps (or, under `left`, leftmost tokens) to the budget. */
   truncated: number
   newTokens: number
   seconds: number
@@ -86,10 +92,22 @@ export function analyzerEpisode(t: RolloutTrajectory, settings: PromptSettings):
 }
 
 function budgetOf(input: AnalyzeInput, contextLength: number): PromptBudgetSettings {
-  return { maxPromptTokens: input.maxPromptTokens, responseTokens: input.maxAnswerTokens, contextLength }
+  return {
+    maxPromptTokens: input.maxPromptTokens,
+    responseTokens: input.maxAnswerTokens,
+    contextLength,
+    truncation: input.prompt.truncation,
+  }
 }
 
-function record(t: RolloutTrajectory, prompt: string, stepsDropped: number, raw: string): SkillRecord {
+/** How a record says its prompt was truncated. */
+type Truncation = Pick<SkillRecord, 'stepsDropped' | 'promptTokensCut'>
+
+function truncationOf(fit: FittedPrompt): Truncation {
+  return { stepsDropped: fit.dropped, ...(fit.tokensCut > 0 ? { promptTokensCut: fit.tokensCut } : {}) }
+}
+
+function record(t: RolloutTrajectory, prompt: string, truncation: Truncation, raw: string): SkillRecord {
   const parsed = parseAnalyzerOutput(raw)
   return {
     trajectory: t.id,
@@ -100,12 +118,12 @@ function record(t: RolloutTrajectory, prompt: string, stepsDropped: number, raw:
     raw,
     prompt,
     promptHash: promptHashOf(prompt),
-    stepsDropped,
+    ...truncation,
   }
 }
 
 /** The record of one annotator answer: parsed like the policy's, or a request failure with no answer. */
-function annotationRecord(request: AnnotationRequest, stepsDropped: number, answer: AnnotationAnswer): SkillRecord {
+function annotationRecord(request: AnnotationRequest, truncation: Truncation, answer: AnnotationAnswer): SkillRecord {
   if (!answer.ok) {
     return {
       trajectory: request.trajectory.id,
@@ -116,10 +134,10 @@ function annotationRecord(request: AnnotationRequest, stepsDropped: number, answ
       raw: '',
       prompt: request.prompt,
       promptHash: request.promptHash,
-      stepsDropped,
+      ...truncation,
     }
   }
-  const r = record(request.trajectory, request.prompt, stepsDropped, answer.raw)
+  const r = record(request.trajectory, request.prompt, truncation, answer.raw)
   if (!answer.source) return r
   const target = r.ok ? oracleAnswer({ episode_summary: r.summary ?? '', episode_skill: r.skill ?? '' }) : undefined
   return { ...r, ...(target !== undefined && target !== r.raw ? { answer: target } : {}), source: answer.source }
@@ -139,7 +157,7 @@ function summarize(skills: SkillRecord[], newTokens: number, started: number): A
               : { ok: false, code: s.failure!.code as AnalyzerParseFailure, reason: s.failure!.reason },
           ),
       ),
-      truncated: skills.filter((s) => s.stepsDropped > 0).length,
+      truncated: skills.filter((s) => s.stepsDropped > 0 || (s.promptTokensCut ?? 0) > 0).length,
       newTokens,
       seconds: (performance.now() - started) / 1000,
     },
@@ -157,7 +175,7 @@ export async function analyze(analyzer: Policy, input: AnalyzeInput): Promise<An
     const fits = batch.map((t) => fitAnalyzer(analyzer.codec, analyzerEpisode(t, input.prompt), budget))
     const out = await generate(
       analyzer.model,
-      fits.map((f) => analyzer.codec.promptIds(f.prompt)),
+      fits.map((f) => f.ids),
       {
         maxNewTokens: input.maxAnswerTokens,
         temperature: 1,
@@ -171,7 +189,7 @@ export async function analyze(analyzer: Policy, input: AnalyzeInput): Promise<An
     newTokens += out.stats.newTokens
     batch.forEach((t, i) => {
       const fit = fits[i]!
-      skills.push(record(t, fit.prompt, fit.dropped, analyzer.codec.decode(out.sequences[i]!.tokens)))
+      skills.push(record(t, fit.prompt, truncationOf(fit), analyzer.codec.decode(out.sequences[i]!.tokens)))
     })
   }
   return summarize(skills, newTokens, started)
@@ -183,7 +201,9 @@ export interface AnnotateResult extends AnalyzeResult {
 
 /**
  * Stage 1 annotation: every trajectory's analyzer prompt, fitted as the policy will see it in SFT, answered by
- * `annotator` (the oracle or an external endpoint) and parsed like the policy's own answers.
+ * `annotator` (the oracle or an external endpoint) and parsed like the policy's own answers. Under `left`
+ * truncation the annotator is asked the full prompt (the cut is the policy's context limit, not the text's) and
+ * the record keeps how many leftmost tokens the policy's SFT pair loses (docs/algorithm.md §13).
  */
 export async function annotateWith(
   annotator: Annotator,
@@ -201,7 +221,7 @@ export async function annotateWith(
     promptHash: promptHashOf(fits[i]!.prompt),
   }))
   const answered = await annotator.annotate(requests, onProgress)
-  const skills = requests.map((r, i) => annotationRecord(r, fits[i]!.dropped, answered.answers[i]!))
+  const skills = requests.map((r, i) => annotationRecord(r, truncationOf(fits[i]!), answered.answers[i]!))
   return { ...summarize(skills, 0, started), annotator: answered.stats }
 }
 

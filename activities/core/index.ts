@@ -46,7 +46,15 @@ export {
   toCheckpoint,
   withLora,
 } from './policy.ts'
-export { compactGrid, fitPrompt, keepHistory, PromptBudgetError, stepPrompt } from './prompts.ts'
+export {
+  compactGrid,
+  type FittedPrompt,
+  fitPrompt,
+  keepHistory,
+  PromptBudgetError,
+  promptContext,
+  stepPrompt,
+} from './prompts.ts'
 export { type RescoreInput, type RescoreResult, type RescoreStats, rescore, type ScoredSample } from './rescore.ts'
 export {
   type RolloutInput,

@@ -2,9 +2,9 @@
 // ordinary prompt), log π_ref (the KL reference on the same prompt) and, where the row has a teacher and the
 // trajectory has a skill, log π_old on the skill-augmented prompt (same response tokens, appended unchanged).
 import type { PolicyModel, ScoreItem } from '../../policy/policy-model.ts'
-import { type FitResult, type FitTally, tallyFits } from '../../seed/index.ts'
+import { type FitTally, tallyFits } from '../../seed/index.ts'
 import type { Policy } from './policy.ts'
-import { fitPrompt, type PromptBudgetSettings } from './prompts.ts'
+import { type FittedPrompt, fitPrompt, type PromptBudgetSettings } from './prompts.ts'
 import type { RolloutTrajectory } from './rollout.ts'
 
 export interface ScoredSample {
@@ -24,6 +24,7 @@ export interface ScoredSample {
   ref: Float64Array
   /** log π_old on the teacher prompt; null where there is no teacher signal (OPD masked). */
   teacher: Float64Array | null
+  /** The teacher prompt as the model saw it (under `left` truncation, its last ids: docs/algorithm.md §13). */
   teacherPromptIds: number[] | null
 }
 
@@ -44,7 +45,7 @@ export interface RescoreInput {
 export interface RescoreStats {
   samples: number
   teacherSamples: number
-  /** Teacher prompts: how many lost history, how many lost their block (no OPD for that sample). */
+  /** Teacher prompts: how many lost history (or leftmost tokens), how many lost their block (no OPD for that sample). */
   teacherTruncation: FitTally
   /** Largest |log π_old − sampler log-prob| over all tokens: 0 up to float rounding when graphs agree. */
   maxSamplerGap: number
@@ -69,7 +70,7 @@ export interface RescoreResult {
 export async function rescore(policy: Policy, reference: Policy | null, input: RescoreInput): Promise<RescoreResult> {
   const started = performance.now()
   const samples: ScoredSample[] = []
-  const fits: FitResult[] = []
+  const fits: FittedPrompt[] = []
   const teacherItems: Array<{ index: number; item: ScoreItem }> = []
   for (const t of input.trajectories) {
     const block = input.teacherBlocks?.[t.id] ?? null
@@ -79,7 +80,7 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
         const fit = fitPrompt(policy.codec, s.promptText, input.budget, block)
         fits.push(fit)
         if (!fit.blockDropped) {
-          teacherPromptIds = policy.codec.promptIds(fit.prompt)
+          teacherPromptIds = fit.ids
           teacherItems.push({ index: samples.length, item: { context: teacherPromptIds, response: s.responseIds } })
         }
       }

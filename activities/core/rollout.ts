@@ -7,14 +7,17 @@ import type { Episode, TaskRef, Trajectory } from '../../envs/types.ts'
 import { generate } from '../../policy/generate.ts'
 import type { PromptSettings } from '../../seed/config.ts'
 import { ENV_STOP_STRINGS, type RunEnvName } from '../../seed/config.ts'
-import { episodeSkillBlock, type FitResult, type FitTally, tallyFits } from '../../seed/index.ts'
+import { episodeSkillBlock, type FitTally, tallyFits } from '../../seed/index.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
-import { fitPrompt, stepPrompt } from './prompts.ts'
+import { type FittedPrompt, fitPrompt, stepPrompt } from './prompts.ts'
 
 export interface RolloutStep {
   /** The ordinary step prompt (history window applied, no skill, before fitting): the teacher prompt's base. */
   promptText: string
-  /** What the policy saw: fitted, with the acting skill when the row puts one in the prompt. */
+  /**
+   * The fitted acting prompt, with the acting skill when the row puts one in the prompt. What the policy saw is
+   * `promptIds`: this text's tokenization, less `promptTokensCut` leftmost ids where `left` truncation cut it.
+   */
   actingPrompt: string
   promptIds: number[]
   responseIds: number[]
@@ -25,10 +28,12 @@ export interface RolloutStep {
   valid: boolean
   /** The environment's reward for this step (no invalid-action penalty: that is the advantage's). */
   reward: number
-  /** The skill in the acting prompt, if any. */
+  /** The skill inserted into the acting prompt, if any (under `left` truncation, perhaps cut with the rest). */
   skill: string | null
   /** History entries the budget left out of the acting prompt. */
   historyDropped: number
+  /** Leftmost tokens `left` truncation cut from the acting prompt (docs/algorithm.md §13); absent when none. */
+  promptTokensCut?: number
   /** The environment expert's action in the state the step was taken from (diagnostics: teacher gaps). */
   expertAction: string
 }
@@ -105,6 +110,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     maxPromptTokens: input.prompt.maxPromptTokens,
     responseTokens: input.prompt.maxResponseTokens,
     contextLength: model.config.maxPositions,
+    truncation: input.prompt.truncation,
   }
   const stop = ENV_STOP_STRINGS[input.env]
   interface Live {
@@ -139,7 +145,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       })
     }
   })
-  const fits: FitResult[] = []
+  const fits: FittedPrompt[] = []
   let newTokens = 0
   const maxBatch = input.maxBatch ?? all.length
   for (;;) {
@@ -151,11 +157,11 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
         const text = stepPrompt(e.episode, input.prompt)
         const fit = fitPrompt(codec, text, budget, e.skill ? episodeSkillBlock(e.skill) : undefined)
         fits.push(fit)
-        return { text, fit, ids: codec.promptIds(fit.prompt) }
+        return { text, fit }
       })
       const out = await generate(
         model,
-        prompts.map((p) => p.ids),
+        prompts.map((p) => p.fit.ids),
         {
           maxNewTokens: input.prompt.maxResponseTokens,
           temperature: input.temperature,
@@ -175,7 +181,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
         e.traj.steps.push({
           promptText: p.text,
           actingPrompt: p.fit.prompt,
-          promptIds: p.ids,
+          promptIds: p.fit.ids,
           responseIds: gen.tokens,
           samplerLogprobs: gen.logprobs,
           responseText,
@@ -184,6 +190,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
           reward: result.reward,
           skill: e.skill && !p.fit.blockDropped ? e.skill : null,
           historyDropped: p.fit.dropped,
+          ...(p.fit.tokensCut > 0 ? { promptTokensCut: p.fit.tokensCut } : {}),
           expertAction,
         })
       })

@@ -6,6 +6,7 @@
 import type { Stage1Config } from '../../seed/config.ts'
 import type { SkillRecord } from './analyze.ts'
 import type { Policy } from './policy.ts'
+import { promptContext } from './prompts.ts'
 import type { RolloutTrajectory } from './rollout.ts'
 import { type ExamplePool, type SupervisedExample, type SupervisedResult, supervisedTrain } from './supervised.ts'
 
@@ -25,11 +26,17 @@ export interface SftStats extends Omit<SupervisedResult, 'losses' | 'optimizerSt
   actingPairs: number
 }
 
-/** The analyzer pairs of parsed annotations: context = analyzer prompt, response = the answer JSON. */
+/**
+ * The analyzer pairs of parsed annotations: context = the analyzer prompt as the record says the policy sees it
+ * (less its `left`-truncated tokens), response = the answer JSON.
+ */
 export function skillPairs(policy: Policy, skills: readonly SkillRecord[]): SupervisedExample[] {
   return skills
     .filter((s) => s.ok)
-    .map((s) => ({ context: policy.codec.promptIds(s.prompt), response: policy.codec.responseIds(s.answer ?? s.raw) }))
+    .map((s) => ({
+      context: promptContext(policy.codec, s.prompt, s.promptTokensCut),
+      response: policy.codec.responseIds(s.answer ?? s.raw),
+    }))
 }
 
 /**

@@ -234,6 +234,7 @@ export function actingPools(
     maxPromptTokens: prompt.maxPromptTokens,
     responseTokens: prompt.maxResponseTokens,
     contextLength: policy.model.config.maxPositions,
+    truncation: prompt.truncation,
   }
   const all = [...demos.plain, ...demos.skilled]
   const labels = all.map((d) => d.action)
@@ -245,7 +246,7 @@ export function actingPools(
     const fit = fitPrompt(policy.codec, d.prompt, budget, d.block)
     const response = responseIds.get(demoResponse(env, d))!
     const scale = balance(d.action)
-    return { context: policy.codec.promptIds(fit.prompt), response, weights: weights(response).map((w) => w * scale) }
+    return { context: fit.ids, response, weights: weights(response).map((w) => w * scale) }
   }
   const plain = demos.plain.map(toExample)
   const skill = demos.skilled.map(toExample)
@@ -295,7 +296,8 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   }
   const policy = loadPolicy(engine, checkpoint)
   const acting = actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
-  const analyzerExamples = ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer) : []
+  const analyzerExamples =
+    ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer, input.prompt.truncation) : []
   const analyzerPool = {
     name: 'analyzer',
     examples: analyzerExamples,
@@ -374,15 +376,17 @@ function analyzerPairs(
   policy: Policy,
   analyses: readonly AnalyzerDemo[],
   budget: WarmstartInput['analyzer'],
+  truncation: PromptSettings['truncation'],
 ): SupervisedExample[] {
   if (!budget) throw new CorePhaseError('warmstart.analyzerShare > 0 needs the analyzer budget (stage2.analyzer)')
   const fitted = {
     maxPromptTokens: budget.maxPromptTokens,
     responseTokens: budget.maxAnswerTokens,
     contextLength: policy.model.config.maxPositions,
+    truncation,
   }
   return analyses.map((a) => ({
-    context: policy.codec.promptIds(fitAnalyzer(policy.codec, a.episode, fitted).prompt),
+    context: fitAnalyzer(policy.codec, a.episode, fitted).ids,
     response: policy.codec.responseIds(a.answer),
   }))
 }

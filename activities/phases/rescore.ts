@@ -111,6 +111,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
             maxPromptTokens: c.prompt.maxPromptTokens,
             responseTokens: c.prompt.maxResponseTokens,
             contextLength: policy.model.config.maxPositions,
+            truncation: c.prompt.truncation,
           },
           temperature: c.stage2.temperature,
           batchSize: 64,

@@ -67,6 +67,22 @@ describe('presets', () => {
     assert.deepEqual(cpuPreset('household'), cpuHouseholdPreset('seed'))
   })
 
+  it("truncate prompts by dropping the oldest history (prompt.truncation defaults to 'drop-oldest')", () => {
+    for (const [name, c] of everyPreset()) {
+      assert.equal(c.prompt.truncation, 'drop-oldest', name)
+      // a config written before the field parses to the same config
+      const { truncation: _t, ...older } = c.prompt
+      const parsed = parseRunConfig({ ...c, prompt: older })
+      assert.ok(parsed.ok, name)
+      assert.deepEqual(parsed.config, c, name)
+    }
+    const c = cpuSokobanPreset()
+    const left = parseRunConfig({ ...c, prompt: { ...c.prompt, truncation: 'left' } })
+    assert.ok(left.ok && left.config.prompt.truncation === 'left')
+    const right = parseRunConfig({ ...c, prompt: { ...c.prompt, truncation: 'right' } })
+    assert.ok(!right.ok && right.problems.some((p) => p.startsWith('prompt.truncation')), JSON.stringify(right))
+  })
+
   it('return a fresh config on every call (editing one leaves the preset as it was)', () => {
     const edited = cpuSokobanPreset()
     edited.stage2.lr = 1

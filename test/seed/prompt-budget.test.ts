@@ -196,9 +196,9 @@ describe('fitting the analyzer prompt', () => {
 describe('truncation counts', () => {
   it('tallies truncated, skill-dropped and failed prompts', () => {
     const results: FitResult[] = [
-      { ok: true, prompt: 'a', tokens: 1, dropped: 0, blockDropped: false },
-      { ok: true, prompt: 'b', tokens: 1, dropped: 2, blockDropped: false },
-      { ok: true, prompt: 'c', tokens: 1, dropped: 3, blockDropped: true },
+      { ok: true, prompt: 'a', tokens: 1, dropped: 0, blockDropped: false, tokensCut: 0 },
+      { ok: true, prompt: 'b', tokens: 1, dropped: 2, blockDropped: false, tokensCut: 0 },
+      { ok: true, prompt: 'c', tokens: 1, dropped: 3, blockDropped: true, tokensCut: 0 },
       { ok: false, code: 'protected-too-long', reason: 'r', tokens: 9, budget: 5 },
     ]
     assert.deepEqual(tallyFits(results), {
@@ -208,5 +208,91 @@ describe('truncation counts', () => {
       failed: 1,
       failures: { 'response-too-long': 0, 'protected-too-long': 1 },
     })
+  })
+
+  it('counts a left-truncated prompt as truncated, never as a dropped block', () => {
+    const cut = ok(
+      fitStepPrompt(PROMPT, {
+        countTokens: words,
+        maxPromptTokens: 10,
+        block: episodeSkillBlock(SKILL),
+        truncation: 'left',
+      }),
+    )
+    const fits = ok(fitStepPrompt(PROMPT, { countTokens: words, maxPromptTokens: 10_000, truncation: 'left' }))
+    const tally = tallyFits([cut, fits])
+    assert.equal(tally.prompts, 2)
+    assert.equal(tally.truncated, 1)
+    assert.equal(tally.blockDropped, 0)
+  })
+})
+
+describe("left truncation (prompt.truncation: 'left')", () => {
+  const full = insertSkill(PROMPT, SKILL)
+  const left = { countTokens: words, truncation: 'left' } as const
+
+  it('a prompt that fits is the same fit under both policies', () => {
+    for (const block of [undefined, episodeSkillBlock(SKILL)]) {
+      const budget = { countTokens: words, maxPromptTokens: words(full), ...(block ? { block } : {}) }
+      const dropOldest = ok(fitStepPrompt(PROMPT, budget))
+      assert.deepEqual(ok(fitStepPrompt(PROMPT, { ...budget, truncation: 'left' })), dropOldest)
+      assert.equal(dropOldest.tokensCut, 0)
+    }
+    const episode: AnalyzerEpisode = {
+      task: 'x',
+      outcome: 'failure',
+      steps: [{ observation: 'o', response: 'r', valid: true }],
+    }
+    assert.deepEqual(
+      ok(fitAnalyzerPrompt(episode, { ...left, maxPromptTokens: 10_000 })),
+      ok(fitAnalyzerPrompt(episode, { countTokens: words, maxPromptTokens: 10_000 })),
+    )
+  })
+
+  it('keeps the whole rendering, skill and all history included, and cuts its leftmost tokens to the budget', () => {
+    const budget = words(full) - 5
+    const r = ok(fitStepPrompt(PROMPT, { ...left, maxPromptTokens: budget, block: episodeSkillBlock(SKILL) }))
+    assert.equal(r.prompt, full)
+    assert.equal(r.tokens, budget)
+    assert.equal(r.tokensCut, 5)
+    assert.equal(r.dropped, 0)
+    assert.equal(r.blockDropped, false)
+    // drop-oldest at the same budget would have dropped history instead
+    const dropOldest = ok(
+      fitStepPrompt(PROMPT, { countTokens: words, maxPromptTokens: budget, block: episodeSkillBlock(SKILL) }),
+    )
+    assert.ok(dropOldest.dropped > 0 && dropOldest.tokensCut === 0)
+  })
+
+  it('never fails for protected parts: a budget under the protected parts still keeps the last tokens', () => {
+    const protectedTokens = words(renderLayout(splitHistory(PROMPT), 3))
+    const r = ok(fitStepPrompt(PROMPT, { ...left, maxPromptTokens: protectedTokens - 1 }))
+    assert.equal(r.prompt, PROMPT)
+    assert.equal(r.tokensCut, words(PROMPT) - (protectedTokens - 1))
+  })
+
+  it('still reserves the response, and fails when no prompt token fits', () => {
+    const r = ok(fitStepPrompt(PROMPT, { ...left, maxPromptTokens: 1000, responseTokens: 10, contextLength: 30 }))
+    assert.equal(r.tokens, 20)
+    const none = fitStepPrompt(PROMPT, { ...left, maxPromptTokens: 1000, responseTokens: 30, contextLength: 30 })
+    assert.ok(!none.ok && none.code === 'protected-too-long' && none.reason.includes('keeps none'))
+    const tooLong = fitStepPrompt(PROMPT, { ...left, maxPromptTokens: 1000, responseTokens: 50, contextLength: 40 })
+    assert.ok(!tooLong.ok && tooLong.code === 'response-too-long')
+  })
+
+  it('cuts the whole analyzer prompt (every step kept in the text) rather than leaving out steps', () => {
+    const episode: AnalyzerEpisode = {
+      task: 'put a clean mug in coffeemachine 1',
+      outcome: 'success',
+      steps: [0, 1, 2, 3].map((k) => ({ observation: `observation ${k} `.repeat(5), response: `r ${k}`, valid: true })),
+    }
+    const whole = analyzerPrompt(episode)
+    const r = ok(fitAnalyzerPrompt(episode, { ...left, maxPromptTokens: 20 }))
+    assert.equal(r.prompt, whole)
+    assert.equal(r.dropped, 0)
+    assert.equal(r.tokens, 20)
+    assert.equal(r.tokensCut, words(whole) - 20)
+    // where drop-oldest fails (the last step alone is over the budget), left truncation fits
+    assert.equal(fitAnalyzerPrompt(episode, { countTokens: words, maxPromptTokens: 20 }).ok, false)
   })
 })

@@ -23,7 +23,7 @@ import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
 import { NonFiniteLossError } from '../../../policy/train-step.ts'
-import { EPISODE_SKILL_TITLE, episodeSkillBlock } from '../../../seed/index.ts'
+import { EPISODE_SKILL_TITLE, episodeSkillBlock, insertBlock } from '../../../seed/index.ts'
 import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
@@ -181,6 +181,39 @@ describe('rescore', () => {
     assert.ok(r.stats.teacherTruncation.truncated >= 1)
     assert.equal(r.stats.teacherTruncation.blockDropped, 0)
     assert.ok(policy.codec.decode(sample.teacherPromptIds!).includes(EPISODE_SKILL_TITLE))
+  })
+
+  it("prompt.truncation 'left': acting and teacher prompts keep the last ids of their full rendering, counted", async () => {
+    const shortest = Math.min(...rolled.trajectories.flatMap((t) => t.steps.map((s) => s.promptIds.length)))
+    const limit = shortest - 3 // every acting prompt is over it
+    const prompt = { ...config.prompt, maxPromptTokens: limit, truncation: 'left' as const }
+    const cut = await rollout(policy, { ...rolloutInput(5), prompt })
+    const steps = cut.trajectories.flatMap((t) => t.steps)
+    assert.equal(cut.stats.truncation.prompts, steps.length)
+    assert.equal(cut.stats.truncation.truncated, steps.length)
+    assert.equal(cut.stats.truncation.blockDropped, 0)
+    for (const s of steps) {
+      const full = policy.codec.promptIds(s.actingPrompt)
+      assert.equal(s.promptIds.length, limit)
+      assert.equal(s.promptTokensCut, full.length - limit)
+      assert.deepEqual(s.promptIds, full.slice(full.length - limit))
+    }
+    const block = episodeSkillBlock(SKILL)
+    const r = await rescore(policy, null, {
+      trajectories: cut.trajectories,
+      teacherBlocks: cut.trajectories.map(() => block),
+      budget: { ...budget(), maxPromptTokens: limit, truncation: 'left' },
+      temperature: 1,
+      batchSize: 8,
+    })
+    assert.equal(r.stats.teacherSamples, steps.length)
+    assert.equal(r.stats.teacherTruncation.truncated, steps.length)
+    assert.equal(r.stats.teacherTruncation.blockDropped, 0)
+    r.samples.forEach((sample, i) => {
+      const full = policy.codec.promptIds(insertBlock(steps[i]!.promptText, block))
+      assert.deepEqual(sample.teacherPromptIds, full.slice(full.length - limit))
+      assert.deepEqual(sample.promptIds, steps[i]!.promptIds)
+    })
   })
 })
 

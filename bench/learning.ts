@@ -32,7 +32,7 @@ import { type LearningEntry, type LearningResults, writeLearningReport } from '.
 import { orchestrationShare } from './orchestration.ts'
 
 /** Rows the benchmark runs: those that evaluate without skills in the prompt. */
-const BENCH_ROWS = ['seed', 'grpo', 'seed-static', 'seed-library', 'seed-no-sft'] as const
+const BENCH_ROWS = ['seed', 'grpo', 'seed-oracle', 'seed-static', 'seed-library', 'seed-no-sft'] as const
 
 /**
  * What the benchmark evaluates per environment: the splits of the start and final evaluations (sokoban's

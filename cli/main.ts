@@ -38,7 +38,7 @@ program
   .argument('<preset>', PRESET_NAMES.join(', '))
   .option(
     '--algorithm <row>',
-    'algorithm row (seed, grpo, skill-prompt, skill-grpo, grpo-opsd, seed-static, seed-library, seed-no-sft)',
+    'algorithm row (seed, grpo, skill-prompt, skill-grpo, grpo-opsd, seed-static, seed-library, seed-oracle, seed-no-sft)',
     'seed',
   )
   .option('--model-folder <dir>', 'Hugging Face model folder (paper presets)')

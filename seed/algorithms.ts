@@ -19,9 +19,11 @@ export interface RescoreOutputs {
  * - `self-analysis`: π_k analyzes its own trajectory (the analyze phase, current weights);
  * - `reference-analysis`: π_0 (the Stage 1 checkpoint) analyzes it (the analyze phase, fixed weights);
  * - `library`: the Stage 1 annotations, retrieved by environment and task family, else uniformly, seeded;
- * - `raw-hindsight`: the text of a successful trajectory of the same group (none: no OPD for that group).
+ * - `raw-hindsight`: the text of a successful trajectory of the same group (none: no OPD for that group);
+ * - `oracle`: privileged, the environment's oracle skill of the expert's own solution of the trajectory's task (the
+ *   skill the warm-start's skill-reading demonstrations carry; none where the expert fails: no OPD for that group).
  */
-export type SkillSource = 'none' | 'self-analysis' | 'reference-analysis' | 'library' | 'raw-hindsight'
+export type SkillSource = 'none' | 'self-analysis' | 'reference-analysis' | 'library' | 'raw-hindsight' | 'oracle'
 
 /** What the OPD teacher (always π_k, scored in `rescore`) sees: the ordinary step prompt plus one block. */
 export type TeacherContext = 'none' | 'prompt+skill' | 'prompt+raw-trajectory'
@@ -130,6 +132,18 @@ export const ALGORITHMS = {
     rl: true,
     phases: GRPO_PHASES,
     skillSource: 'library',
+    analyzer: null,
+    actingSkill: 'none',
+    teacherContext: 'prompt+skill',
+    rescore: { old: true, ref: true, teacher: true },
+    loss: SEED_TERMS,
+    evaluationSkill: 'none',
+  },
+  'seed-oracle': {
+    start: 'stage1-sft',
+    rl: true,
+    phases: GRPO_PHASES,
+    skillSource: 'oracle',
     analyzer: null,
     actingSkill: 'none',
     teacherContext: 'prompt+skill',

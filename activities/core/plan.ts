@@ -3,7 +3,7 @@
 // each teacher prompt carries, which loss terms. The phase activities, the benchmark and the tests all ask here,
 // so an iteration is decided in one place. Every stream is keyed by a global index (task, episode, trajectory),
 // never by shard, so a run's trajectories do not depend on how a worker sized its shards.
-import { trajectoryText } from '../../envs/index.ts'
+import { getEnv, trajectoryText } from '../../envs/index.ts'
 import { mixSeed, mulberry32 } from '../../envs/rng.ts'
 import type { TaskRef } from '../../envs/types.ts'
 import type { AlgorithmName, AlgorithmRow } from '../../seed/algorithms.ts'
@@ -23,6 +23,7 @@ export interface PlanConfig {
 }
 
 export interface IterationPlan {
+  env: RunEnvName
   iteration: number
   /** The iteration's root seed; every stream below derives from it. */
   seed: number
@@ -41,6 +42,7 @@ export function iterationSeed(rootSeed: number, iteration: number): number {
 export function iterationPlan(config: PlanConfig, iteration: number): IterationPlan {
   const seed = iterationSeed(config.seed, iteration)
   return {
+    env: config.env,
     iteration,
     seed,
     tasks: sampleTasks(config.env, 'train', config.stage2.tasksPerStep, mixSeed(seed, 1)),
@@ -66,8 +68,20 @@ function libraryPick(library: readonly string[], seed: number, stream: number, i
   return library[Math.floor(rng.next() * library.length)] as string
 }
 
+/**
+ * The oracle skill of the expert's own solution of `task`: the expert plays it from the start without mistakes and
+ * the environment's oracle analyzes that trajectory; null when the expert does not solve it.
+ */
+export function expertSkill(env: RunEnvName, task: TaskRef): string | null {
+  const e = getEnv(env)
+  const episode = e.reset(task)
+  while (!episode.done) episode.step(e.formatResponse(episode.expertAction()))
+  const trajectory = episode.trajectory()
+  return trajectory.info.won ? e.oracle(trajectory).output.episode_skill : null
+}
+
 /** Where the OPD teacher's block comes from (null: the row has no teacher). */
-export type TeacherSource = 'analysis' | 'library' | 'raw-trajectory' | null
+export type TeacherSource = 'analysis' | 'library' | 'raw-trajectory' | 'oracle' | null
 
 export function teacherSource(row: AlgorithmRow): TeacherSource {
   if (!row.rescore?.teacher) return null
@@ -79,6 +93,8 @@ export function teacherSource(row: AlgorithmRow): TeacherSource {
       return 'library'
     case 'raw-hindsight':
       return 'raw-trajectory'
+    case 'oracle':
+      return 'oracle'
     default:
       return null
   }
@@ -97,7 +113,8 @@ export function actingSkills(plan: IterationPlan, library: readonly string[], ta
 /**
  * The teacher's block for every trajectory of the iteration (indexed by global trajectory id), or undefined
  * when the row has no teacher: the skill the analyzer wrote for that trajectory (null where it wrote none), a
- * library skill, or the text of the group's first successful trajectory (`grpo-opsd`; none → no OPD).
+ * library skill, the text of the group's first successful trajectory (`grpo-opsd`; none → no OPD), or the oracle
+ * skill of the expert's solution of the group's task (`seed-oracle`; the expert fails → no OPD).
  */
 export function teacherBlocks(
   plan: IterationPlan,
@@ -114,6 +131,19 @@ export function teacherBlocks(
       if (t.won && !byGroup.has(t.group)) byGroup.set(t.group, hindsightBlock(trajectoryText(t.trajectory)))
     }
     for (const t of trajectories) blocks[t.id] = byGroup.get(t.group) ?? null
+    return blocks
+  }
+  if (source === 'oracle') {
+    const byGroup = new Map<number, string | null>()
+    for (const t of trajectories) {
+      if (!byGroup.has(t.group)) {
+        const task = plan.tasks[t.group]
+        if (!task) throw new CorePhaseError(`trajectory ${t.id}: group ${t.group} is not a task of the plan`)
+        const skill = expertSkill(plan.env, task)
+        byGroup.set(t.group, skill === null ? null : episodeSkillBlock(skill))
+      }
+      blocks[t.id] = byGroup.get(t.group) ?? null
+    }
     return blocks
   }
   for (const t of trajectories) {

@@ -17,6 +17,7 @@ describe('algorithm table', () => {
       'seed',
       'seed-library',
       'seed-no-sft',
+      'seed-oracle',
       'seed-static',
       'skill-grpo',
       'skill-prompt',

@@ -13,7 +13,7 @@ import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from './co
 import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from './core/index.ts'
 import { fatal } from './failures.ts'
 import { decodeJsonlGz } from './jsonl.ts'
-import { parseSkillLines, readSkillLibrary } from './skill-library.ts'
+import { parseSkillLines, readAnnotations, readSkillLibrary } from './skill-library.ts'
 
 export const MODEL_FILE: CheckpointFile = 'model.safetensors'
 
@@ -97,6 +97,10 @@ export function phaseReaders(store: ArtifactStore, engine: Engine, settings: Eng
     /** The Stage 1 skills (parsed annotations), for rows that read the library. */
     library(run: RunRef, algorithm: string): Promise<{ skills: string[]; sha256: string }> {
       return readSkillLibrary(store, run.runId, algorithm)
+    },
+    /** The Stage 1 annotations with a parsed skill (prompt → answer), for Stage 2's mixed-in analyzer examples. */
+    annotations(run: RunRef): Promise<{ records: SkillRecord[]; sha256: string }> {
+      return readAnnotations(store, run.runId, 'stage2.stage1Mix')
     },
     async plan(run: RunRef): Promise<RunPlan> {
       return (await getJson(store, keys.runPlan(run.runId))) as RunPlan

@@ -30,21 +30,35 @@ export async function skillLibraryKey(store: ArtifactStore, runId: string): Prom
   return attempt === undefined ? undefined : keys.sftAnnotations(runId, attempt)
 }
 
+/**
+ * The run's parsed Stage 1 annotations (records with a skill) and the annotations' sha256; LibraryMissingError,
+ * saying who needs them, when there are none.
+ */
+export async function readAnnotations(
+  store: ArtifactStore,
+  runId: string,
+  reader: string,
+): Promise<{ records: SkillRecord[]; sha256: string }> {
+  const key = (await skillLibraryKey(store, runId)) ?? keys.sftAnnotations(runId)
+  const head = await store.head(key)
+  if (!head) {
+    throw new LibraryMissingError(
+      `${reader} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
+    )
+  }
+  const records = parseSkillLines((await getExpected(store, key, head.sha256)).toString('utf8'), key).filter(
+    (s) => s.ok && s.skill,
+  )
+  if (records.length === 0) throw new LibraryMissingError(`${key} holds no parsed skill`)
+  return { records, sha256: head.sha256 }
+}
+
 /** The run's parsed Stage 1 skills and the annotations' sha256; LibraryMissingError when there are none. */
 export async function readSkillLibrary(
   store: ArtifactStore,
   runId: string,
   algorithm: string,
 ): Promise<{ skills: string[]; sha256: string }> {
-  const key = (await skillLibraryKey(store, runId)) ?? keys.sftAnnotations(runId)
-  const head = await store.head(key)
-  if (!head) {
-    throw new LibraryMissingError(
-      `algorithm ${algorithm} reads the Stage 1 skill library, but ${key} does not exist (Stage 1 did not run)`,
-    )
-  }
-  const records = parseSkillLines((await getExpected(store, key, head.sha256)).toString('utf8'), key)
-  const skills = records.filter((s) => s.ok && s.skill).map((s) => s.skill as string)
-  if (skills.length === 0) throw new LibraryMissingError(`${key} holds no parsed skill`)
-  return { skills, sha256: head.sha256 }
+  const { records, sha256 } = await readAnnotations(store, runId, `algorithm ${algorithm}`)
+  return { skills: records.map((s) => s.skill as string), sha256 }
 }

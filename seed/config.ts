@@ -4,7 +4,7 @@
 // paper's, the CPU ones, the smoke run) are in seed/presets/.
 import { z } from 'zod'
 import { LORA_TARGETS } from '../policy/lora-targets.ts'
-import { ALGORITHM_NAMES, type AlgorithmName } from './algorithms.ts'
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms.ts'
 import { issueProblems } from './config-problems.ts'
 
 /** The environments of `envs/ENVS` (a test checks the two agree). */
@@ -280,6 +280,22 @@ export const Stage2Schema = z.strictObject({
    * false (seedflow's default): no copies, the last mini-batch is smaller (docs/algorithm.md §3).
    */
   padToMiniBatch: z.boolean().default(false),
+  /**
+   * Stage-1 examples mixed into every update (a deviation from the paper, docs/algorithm.md §3): after the RL pass,
+   * `steps` supervised steps on analyzer answers (the run's Stage 1 annotations: analyzer prompt → skill JSON) and
+   * skill-reading demonstrations (expert solutions whose prompt carries their oracle skill, as the warm-start's), so
+   * that the analyzer keeps writing skills that parse and the teacher keeps reading them. null: off (the paper).
+   */
+  stage1Mix: z
+    .strictObject({
+      steps: positiveInt(),
+      batchSize: positiveInt(),
+      lr: lr(),
+      /** Share of the steps on analyzer answers; the rest are on skill-reading demonstrations. */
+      analyzerShare: probability(),
+    })
+    .nullable()
+    .default(null),
 })
 
 const Evaluation = z.strictObject({
@@ -414,6 +430,18 @@ export const RunConfigSchema = z
         ['engine', 'decodeWeights'],
         'frozen decode sessions carry the base weights alone: with model.lora, decode with weights fed (inputs)',
       )
+    if (c.stage2.stage1Mix) {
+      if (ALGORITHMS[c.algorithm].start !== 'stage1-sft')
+        problem(
+          ['stage2', 'stage1Mix'],
+          `mixes in Stage 1's annotations, which algorithm ${c.algorithm} does not make (it starts from the base)`,
+        )
+      if (c.stage2.stage1Mix.analyzerShare < 1 && c.warmstart === null)
+        problem(
+          ['stage2', 'stage1Mix', 'analyzerShare'],
+          'skill-reading demonstrations follow the warm-start settings, which this run does not have: set analyzerShare to 1',
+        )
+    }
     if (c.stage1.actingData === 'demonstrations' && c.warmstart === null)
       problem(['stage1', 'actingData'], 'demonstrations replays the warm-start, which this run does not have')
     if (c.stage2.miniBatchSize > c.stage2.tasksPerStep * c.stage2.groupSize * c.stage2.maxEnvSteps) {

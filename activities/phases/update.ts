@@ -1,5 +1,6 @@
 // Update: the row's loss (activities/core/plan.ts lossTerms) over the rescored samples, one AdamW pass of
-// mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state.
+// mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state; with
+// `stage2.stage1Mix`, then the mixed-in Stage-1 steps (activities/core/stage1-mix.ts).
 
 import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
@@ -7,30 +8,38 @@ import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
 import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
+import { stage1Mix } from '../core/stage1-mix.ts'
 import { lossTerms } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
-/** The stream of `padToMiniBatch`'s copies within the iteration's seed. */
+/** The streams of `padToMiniBatch`'s copies and of the mixed-in Stage-1 steps within the iteration's seed. */
 const PAD_STREAM = 0x9ad
+const MIX_STREAM = 0x31c
 
 const needs = (c: RunConfig) => ({
   terms: lossTerms(c.algorithm),
   settings: c.stage2,
   seed: c.seed,
+  env: c.env,
+  prompt: c.prompt,
+  warmstart: c.warmstart,
   ...(c.model.lora ? { lora: c.model.lora } : {}),
 })
 
 export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, UpdateSummary> = {
   describe: () => 'update',
   needs,
-  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, { terms, settings, lora, seed }, read) {
+  async plan({ run, iteration, snapshot, rollouts, rescore: scoredRef }, needed, read) {
+    const { terms, settings, lora, seed } = needed
     const inputs: Record<string, string> = { snapshot: snapshot.sha256, rescore: scoredRef.sha256 }
     rollouts.forEach((r, i) => {
       inputs[`rollouts/${i}`] = r.sha256
     })
+    const annotations = settings.stage1Mix ? await read.annotations(run) : null
+    if (annotations) inputs.annotations = annotations.sha256
     return {
       scope: scopeOf(run, 'update', 0, iteration),
       inputs,
@@ -58,6 +67,18 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         for (const name of ['kl', 'entropy', 'opdLoss'] as const) {
           const v = updated.metrics[name]
           if (v !== null && !Number.isFinite(v)) throw fatal(`${name} is ${v}`, 'NonFiniteLossError')
+        }
+        if (settings.stage1Mix && annotations) {
+          const mixed = await stage1Mix(policy, {
+            env: needed.env,
+            prompt: needed.prompt,
+            settings: settings.stage1Mix,
+            annotations: annotations.records,
+            warmstart: needed.warmstart,
+            seed: mixSeed(seed, iteration, MIX_STREAM),
+          })
+          for (const [name, value] of Object.entries(numericStats(mixed, ['firstLoss', 'lastLoss'])))
+            stats[`mix${name[0]!.toUpperCase()}${name.slice(1)}`] = value
         }
         const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)
         return { outputs: await writeCheckpoint(store, key, toCheckpoint(policy), updated.optimizerState), stats }

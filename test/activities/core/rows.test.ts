@@ -94,6 +94,30 @@ describe('one iteration per algorithm row', () => {
   }
 })
 
+describe('stage2.stage1Mix through the update activity', () => {
+  it("runs the mixed-in steps after the RL pass on the run's Stage 1 annotations, recorded as mix stats", async () => {
+    const micro = microConfig('seed')
+    const mix = { steps: 3, batchSize: 4, lr: 1e-3, analyzerShare: 0.5 }
+    const config = {
+      ...micro,
+      stage2: { ...micro.stage2, stage1Mix: mix },
+      fork: { run: 'rows-source', at: 'stage1' as const },
+    }
+    const { run, plan } = await acts.planRun({ runId: 'row-seed-mix', config })
+    const forked = await acts.fork({ run })
+    const r = await iterateMicro(acts, run, plan, 0, {
+      acting: forked.acting,
+      reference: forked.reference,
+      analyzer: forked.acting,
+    })
+    const u = r.updated.stats
+    assert.equal(u.mixSteps, 3)
+    assert.ok((u.mixAnalyzerPairs ?? 0) > 0 && (u.mixSkillDemos ?? 0) > 0, JSON.stringify(u))
+    assert.ok(Number.isFinite(u.mixLastLoss))
+    assert.ok((u.miniBatches ?? 0) >= 2, 'the RL pass ran too')
+  })
+})
+
 describe('rollouts do not depend on how the iteration is sharded', () => {
   it('one shard and several give identical trajectories (one ORT thread)', async () => {
     const trajectoriesWith = async (episodesPerShard: number, runId: string) => {

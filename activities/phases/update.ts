@@ -8,8 +8,8 @@ import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
 import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
-import { stage1Mix } from '../core/stage1-mix.ts'
 import { lossTerms } from '../core/plan.ts'
+import { stage1Mix } from '../core/stage1-mix.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
@@ -78,7 +78,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
             seed: mixSeed(seed, iteration, MIX_STREAM),
           })
           for (const [name, value] of Object.entries(numericStats(mixed, ['firstLoss', 'lastLoss'])))
-            stats[`mix${name[0]!.toUpperCase()}${name.slice(1)}`] = value
+            stats[`mix${name.charAt(0).toUpperCase()}${name.slice(1)}`] = value
         }
         const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)
         return { outputs: await writeCheckpoint(store, key, toCheckpoint(policy), updated.optimizerState), stats }

@@ -12,9 +12,14 @@ export interface LearningEntry {
   iteration: number
   split: string
   checkpoint: 'warm-start' | 'stage1' | 'iteration'
+  /** Micro average: success over all evaluated episodes. */
   success: number
+  /** Macro average: the mean of the per-family success rates (absent in results from before it was recorded). */
+  macro?: number
   score: number
   episodes: number
+  /** sha256 of the evaluated checkpoint's model file (absent in results from before it was recorded). */
+  checkpointSha256?: string
 }
 
 /** env → row → training seed → evaluations. */
@@ -45,18 +50,47 @@ export function seedInterval(xs: readonly number[]): MeanInterval {
 const show = (m: MeanInterval | null) =>
   m === null ? '–' : `${(100 * m.mean).toFixed(1)}${m.half === null ? '' : ` ± ${(100 * m.half).toFixed(1)}`}`
 
-/** The success of one seed's checkpoint on a split: the start checkpoints, or the last iteration evaluated there. */
-function pick(entries: readonly LearningEntry[], split: string, which: 'warm-start' | 'stage1' | 'final') {
+/** Which average of an evaluation: micro (over episodes) or macro (the mean over task families). */
+export type Average = 'micro' | 'macro'
+
+const value = (e: LearningEntry, average: Average) => (average === 'micro' ? e.success : (e.macro ?? null))
+
+/**
+ * One seed's success on a split: the start checkpoints, or the final one (the last iteration evaluated there;
+ * Stage 2 results are always the final iteration's, never the best of several).
+ */
+function pick(
+  entries: readonly LearningEntry[],
+  split: string,
+  which: 'warm-start' | 'stage1' | 'final',
+  average: Average,
+) {
   const onSplit = entries.filter((e) => e.split === split)
-  if (which !== 'final') return onSplit.find((e) => e.checkpoint === which)?.success ?? null
+  if (which !== 'final') {
+    const start = onSplit.find((e) => e.checkpoint === which)
+    return start ? value(start, average) : null
+  }
   const last = onSplit.filter((e) => e.checkpoint === 'iteration').sort((a, b) => b.iteration - a.iteration)[0]
-  return last?.success ?? null
+  return last ? value(last, average) : null
 }
 
-function over(seeds: Record<string, LearningEntry[]>, split: string, which: 'warm-start' | 'stage1' | 'final') {
-  const xs = Object.values(seeds)
-    .map((e) => pick(e, split, which))
+const picked = (
+  seeds: Record<string, LearningEntry[]>,
+  split: string,
+  which: 'warm-start' | 'stage1' | 'final',
+  average: Average,
+) =>
+  Object.values(seeds)
+    .map((e) => pick(e, split, which, average))
     .filter((x): x is number => x !== null)
+
+function over(
+  seeds: Record<string, LearningEntry[]>,
+  split: string,
+  which: 'warm-start' | 'stage1' | 'final',
+  average: Average,
+) {
+  const xs = picked(seeds, split, which, average)
   return xs.length > 0 ? seedInterval(xs) : null
 }
 
@@ -67,56 +101,96 @@ function testSplits(rows: Record<string, Record<string, LearningEntry[]>>): stri
   return ['test-seen', 'test-unseen', 'validation'].filter((s) => splits.has(s))
 }
 
+/** A results key, `row` or `row[override,override]`, as its row and its sorted overrides. */
+export function parseRowKey(key: string): { row: string; overrides: string[] } {
+  const match = /^([^[]+)(?:\[(.*)\])?$/.exec(key)
+  const overrides = match?.[2] ? match[2].split(',') : []
+  return { row: match?.[1] ?? key, overrides: overrides.sort() }
+}
+
+const OPD_OFF = 'stage2.opdCoef=0'
+
+/**
+ * The paired comparisons of the rows of one environment, as [row, against] keys:
+ * - every row against plain GRPO;
+ * - the distillation: a row with OPD (`seed`, `seed-oracle`) against `seed` with the same overrides and
+ *   `stage2.opdCoef=0` (the rows differ in the OPD term alone, or in the skill the teacher reads too);
+ * - any other ablation `row[overrides]` against its plain row.
+ */
+export function comparisons(keys: readonly string[]): Array<[string, string]> {
+  const pairs: Array<[string, string]> = []
+  const parsed = new Map(keys.map((k) => [k, parseRowKey(k)]))
+  const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i])
+  for (const [key, { row, overrides }] of parsed) {
+    if (key !== 'grpo' && parsed.has('grpo')) pairs.push([key, 'grpo'])
+    if (!overrides.includes(OPD_OFF)) {
+      for (const [other, o] of parsed)
+        if (o.row === 'seed' && same(o.overrides, [...overrides, OPD_OFF].sort()) && row !== 'grpo')
+          pairs.push([key, other])
+    }
+    if (overrides.length > 0 && parsed.has(row) && !(row === 'seed' && overrides.includes(OPD_OFF)))
+      pairs.push([key, row])
+  }
+  return pairs
+}
+
 export function learningTable(results: LearningResults): string {
   const lines = [
-    '| env | row | seeds | split | warm-start | Stage 1 | final | final − warm-start |',
-    '|---|---|---|---|---|---|---|---|',
+    '| env | row | seeds | split | average | warm-start | Stage 1 | final | final − warm-start |',
+    '|---|---|---|---|---|---|---|---|---|',
   ]
   const paired: string[] = []
   for (const [env, rows] of Object.entries(results)) {
+    const averages: Average[] = Object.values(rows).some((seeds) =>
+      Object.values(seeds).some((entries) => entries.some((e) => e.macro !== undefined)),
+    )
+      ? ['micro', 'macro']
+      : ['micro']
     for (const split of testSplits(rows)) {
-      for (const [row, seeds] of Object.entries(rows)) {
-        const gains = Object.values(seeds)
-          .map((e) => {
-            const a = pick(e, split, 'final')
-            const b = pick(e, split, 'warm-start')
-            return a === null || b === null ? null : a - b
-          })
-          .filter((x): x is number => x !== null)
-        lines.push(
-          `| ${env} | ${row} | ${Object.keys(seeds).join(', ')} | ${split} | ${show(over(seeds, split, 'warm-start'))} | ` +
-            `${show(over(seeds, split, 'stage1'))} | ${show(over(seeds, split, 'final'))} | ` +
-            `${show(gains.length > 0 ? seedInterval(gains) : null)} |`,
-        )
-      }
-      // each row against GRPO, and each ablation `row[overrides]` against its own row (same start checkpoint)
-      for (const [row, seeds] of Object.entries(rows)) {
-        const base = /^([^[]+)\[/.exec(row)?.[1]
-        for (const other of ['grpo', ...(base ? [base] : [])]) {
-          const against = rows[other]
-          if (row === other || !against) continue
+      for (const average of averages) {
+        for (const [row, seeds] of Object.entries(rows)) {
+          const gains = Object.values(seeds)
+            .map((e) => {
+              const a = pick(e, split, 'final', average)
+              const b = pick(e, split, 'warm-start', average)
+              return a === null || b === null ? null : a - b
+            })
+            .filter((x): x is number => x !== null)
+          lines.push(
+            `| ${env} | ${row} | ${Object.keys(seeds).join(', ')} | ${split} | ${average} | ` +
+              `${show(over(seeds, split, 'warm-start', average))} | ${show(over(seeds, split, 'stage1', average))} | ` +
+              `${show(over(seeds, split, 'final', average))} | ${show(gains.length > 0 ? seedInterval(gains) : null)} |`,
+          )
+        }
+        for (const [row, other] of comparisons(Object.keys(rows))) {
+          const seeds = rows[row] ?? {}
+          const against = rows[other] ?? {}
           const common = Object.keys(seeds).filter((s) => against[s])
           const diffs = common
             .map((s) => {
-              const a = pick(seeds[s] ?? [], split, 'final')
-              const b = pick(against[s] ?? [], split, 'final')
+              const a = pick(seeds[s] ?? [], split, 'final', average)
+              const b = pick(against[s] ?? [], split, 'final', average)
               return a === null || b === null ? null : a - b
             })
             .filter((x): x is number => x !== null)
           if (diffs.length > 0)
             paired.push(
-              `- ${env}, ${split}: ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
+              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
             )
         }
       }
     }
   }
   return [
-    'Held-out success in %, mean ± 95% t-interval over training seeds (no interval with one seed).',
+    'Held-out success in %, mean ± 95% t-interval over training seeds (no interval with one seed). `micro`: over',
+    'all evaluated episodes; `macro`: the mean of the per-family rates (sokoban has one family, so the two agree).',
+    '"final" is the last iteration\'s checkpoint, never the best of several; the sha256 of every evaluated',
+    'checkpoint is in the results JSON (`checkpointSha256`).',
     '',
     ...lines,
     '',
-    'Final success of each row minus final GRPO, and of each ablation minus its row, paired by training seed (same warm-start):',
+    'Paired by training seed (same warm-start and Stage 1): each row minus plain GRPO, each distillation row minus',
+    '`seed` with the same settings and `stage2.opdCoef=0`, each other ablation minus its row:',
     '',
     ...(paired.length > 0 ? paired : ['- (no seed with both rows yet)']),
     '',

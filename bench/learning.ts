@@ -6,9 +6,11 @@
 // and see the same tasks per iteration (the iteration seed does not depend on the row). Resumable: an
 // (env, row, seed) already in the results file is skipped, and a run id that already finished is read, not
 // rerun (its phases are reused from the store when the dev server's state is gone). Results go to
-// bench/results/learning-seedrun.json after each (env, row, seed), then the table and plot are rebuilt
-// (bench/learning-report.ts), with what orchestration cost per iteration (Temporal time beside compute time).
-// Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000]
+// bench/results/learning.json after each (env, row, seed) leg, with the leg's per-iteration diagnostics in
+// bench/results/learning-runs/, then the table and plot are rebuilt (bench/learning-report.ts), with what
+// orchestration cost per iteration (Temporal time beside compute time); `--commit` commits them as each leg ends.
+// Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000 --commit]
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -59,13 +61,20 @@ const args = parseArgs({
     'eval-tasks': { type: 'string' },
     'curve-every': { type: 'string', default: '4' },
     iterations: { type: 'string' },
-    out: { type: 'string', default: 'bench/results/learning-seedrun.json' },
+    out: { type: 'string', default: 'bench/results/learning.json' },
+    /** Where each leg's per-iteration diagnostics go (one JSON file per env, row and seed). */
+    runs: { type: 'string', default: 'bench/results/learning-runs' },
     /** Prefix of the benchmark's run ids (another prefix starts over). */
     prefix: { type: 'string', default: 'lb' },
     /** ORT threads of the in-process worker's engine (SEEDFLOW_ORT_THREADS). */
     threads: { type: 'string', default: '2' },
-    /** Stage 2 overrides, `stage2.opdCoef=1`; the row is recorded as `seed[stage2.opdCoef=1]`. */
+    /**
+     * Stage 2 overrides, `stage2.opdCoef=1` or a nested field `stage2.stage1Mix.steps=8` (values are JSON scalars);
+     * the row is recorded as `seed[stage2.opdCoef=1]`.
+     */
     set: { type: 'string', multiple: true, default: [] },
+    /** Commit the results file and the leg's diagnostics after each (env, row, seed) leg. */
+    commit: { type: 'boolean', default: false },
   },
 }).values
 
@@ -84,6 +93,25 @@ for (const row of rows) {
 }
 for (const env of envs) if (!BENCH_ENVS[env]) throw new Error(`--envs: no benchmark settings for ${env}`)
 
+/**
+ * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics) and nothing else that
+ * is staged, so a leg's figures are kept whatever happens to the machine afterwards; retried while another git
+ * process holds the index.
+ */
+function commitLeg(message: string, files: readonly string[]): void {
+  const stem = args.out.replace(/\.json$/, '')
+  const paths = [...files, `${stem}.md`, `${stem}.svg`]
+  for (let attempt = 1; ; attempt++) {
+    const add = spawnSync('git', ['add', '--', ...paths], { encoding: 'utf8' })
+    const commit =
+      add.status === 0 ? spawnSync('git', ['commit', '-q', '-m', message, '--', ...paths], { encoding: 'utf8' }) : add
+    if (commit.status === 0) return log(`  committed: ${message}`)
+    if (attempt === 5)
+      return log(`  not committed (${(commit.stderr || commit.stdout).trim()}): commit ${paths.join(' ')} by hand`)
+    spawnSync('sleep', ['2'])
+  }
+}
+
 const started = performance.now()
 const log = (...parts: unknown[]) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)}s]`, ...parts)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
@@ -98,14 +126,41 @@ function writeAtomic(path: string, text: string): void {
   renameSync(`${path}.tmp`, path)
 }
 
-/** `--set stage2.<name>=<number>` overrides (Stage 2 only: the shared warm-start and Stage 1 stay valid). */
+/**
+ * `--set stage2.<path>=<JSON scalar>` overrides (Stage 2 only: the shared warm-start and Stage 1 stay valid); a
+ * nested path into a field that is null (`stage2.stage1Mix.steps`) makes the object, which the schema then checks.
+ */
 const overrides = (args.set ?? []).map((s) => {
-  const match = /^stage2\.([A-Za-z]+)=(-?[0-9.eE+-]+)$/.exec(s)
-  if (!match) throw new Error(`--set ${s}: expected stage2.<name>=<number>`)
-  return { name: match[1] as string, value: Number(match[2]) }
+  const match = /^stage2\.([A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)=(.+)$/.exec(s)
+  if (!match) throw new Error(`--set ${s}: expected stage2.<field>[.<field>]=<value>`)
+  let value: unknown
+  try {
+    value = JSON.parse(match[2] as string)
+  } catch {
+    throw new Error(`--set ${s}: the value is not JSON (a number, true/false or a quoted string)`)
+  }
+  if (typeof value === 'object' && value !== null) throw new Error(`--set ${s}: set an object's fields one by one`)
+  return { path: (match[1] as string).split('.'), value }
 })
-/** The row's key in the results: its name, with the overrides it ran under. */
-const rowKey = (row: string) => (args.set?.length ? `${row}[${args.set.join(',')}]` : row)
+/** The row's key in the results: its name, with the overrides it ran under (sorted, so the order given does not matter). */
+const rowKey = (row: string) => (args.set?.length ? `${row}[${[...args.set].sort().join(',')}]` : row)
+
+/**
+ * Sets `path` in `target` (a copy of Stage 2), making objects where a nested field's parent is null; the first
+ * field must be a Stage 2 setting, the rest the schema checks.
+ */
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown, what: string, top = true) {
+  const [head, ...rest] = path as [string, ...string[]]
+  if (top && !(head in target)) throw new Error(`--set ${what}: ${head} is not a Stage 2 setting`)
+  if (rest.length === 0) {
+    target[head] = value
+    return
+  }
+  const child = target[head]
+  const next = typeof child === 'object' && child !== null ? { ...(child as Record<string, unknown>) } : {}
+  target[head] = next
+  setPath(next, rest, value, what, false)
+}
 
 /** The row's run configuration: the CPU preset, the benchmark's evaluations, the overrides, maybe a fork. */
 function config(
@@ -117,10 +172,7 @@ function config(
   const c = cpuPreset(env, row)
   const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
   const stage2: Record<string, unknown> = { ...c.stage2, iterations }
-  for (const o of overrides) {
-    if (typeof stage2[o.name] !== 'number') throw new Error(`--set stage2.${o.name}: not a numeric Stage 2 setting`)
-    stage2[o.name] = o.value
-  }
+  for (const o of overrides) setPath(stage2, o.path, o.value, `stage2.${o.path.join('.')}`)
   const [curve, ...more] = benchEnv(env).splits
   const tasks = evalTasks(env)
   const evaluation = {
@@ -181,20 +233,26 @@ async function entries(
     const evaluation = (await getJson(store, stored.key, stored.sha256)) as {
       split: string
       successRate: number
+      macroSuccessRate: number
       meanScore: number
       tasks: number
     }
+    const checkpointSha256 = manifest.inputs.checkpoint
+    if (!checkpointSha256) throw new Error(`${e.manifestKey} names no evaluated checkpoint`)
     const iteration = e.target?.kind === 'iteration' ? e.target.iteration + 1 : 0
     out.push({
       iteration,
       split: evaluation.split,
       checkpoint,
       success: evaluation.successRate,
+      macro: evaluation.macroSuccessRate,
       score: evaluation.meanScore,
       episodes: evaluation.tasks,
+      checkpointSha256,
     })
     log(
-      `    ${checkpoint} ${iteration} on ${evaluation.split}: ${pct(evaluation.successRate)} (${evaluation.tasks} tasks) [${env}]`,
+      `    ${checkpoint} ${iteration} on ${evaluation.split}: ${pct(evaluation.successRate)} micro, ` +
+        `${pct(evaluation.macroSuccessRate)} macro (${evaluation.tasks} tasks; checkpoint ${checkpointSha256.slice(0, 12)}) [${env}]`,
     )
   }
   return out
@@ -269,7 +327,7 @@ const working = local.runUntil(
             ...rowEntries,
           ]
           writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
-          const diagnostics = join(join(args.out, '..'), 'learning-runs-seedrun', `${env}-${key}-${seed}.json`)
+          const diagnostics = join(args.runs, `${env}-${key}-${seed}.json`)
           const iterations = await iterationMetrics(store, id, c.stage2.iterations)
           writeAtomic(
             diagnostics,
@@ -277,6 +335,7 @@ const working = local.runUntil(
           )
           await writeLearningReport(args.out, results)
           log(`${env} seed ${seed}: ${key} written to ${args.out}`)
+          if (args.commit) commitLeg(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics])
         }
       }
     }

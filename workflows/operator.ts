@@ -74,10 +74,15 @@ export interface Evaluation {
   target?: EvaluationTarget
   /** The split of an evaluation of `evaluation.splits`; absent: the periodic one (`evaluation.split`). */
   split?: string
+  /** The micro average: success over all evaluated tasks. */
   success: number
   /** Standard error of `success` over the evaluated tasks. */
   standardError: number
+  /** The macro average: the mean of the per-family success rates (absent in runs from before it was recorded). */
+  macroSuccess?: number
   tasks: number
+  /** The sha256 of the evaluated checkpoint's model file (absent in runs from before it was recorded). */
+  checkpointSha256?: string
   manifestKey: string
 }
 

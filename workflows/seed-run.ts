@@ -279,7 +279,9 @@ async function evaluate(
       ...(slot > 0 ? { split: splits[slot - 1] as string } : {}),
       success: result.stats.success ?? Number.NaN,
       standardError: result.stats.standardError ?? Number.NaN,
+      macroSuccess: result.stats.macroSuccess ?? Number.NaN,
       tasks: result.stats.tasks ?? 0,
+      checkpointSha256: state.acting.sha256,
       manifestKey: result.manifestKey,
     }
     if (once) done.push(evaluation)

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
+  comparisons,
   curvePoints,
   type LearningEntry,
   type LearningResults,
@@ -18,6 +19,47 @@ const at = (checkpoint: LearningEntry['checkpoint'], iteration: number, split: s
 })
 
 describe('learning report', () => {
+  it('pairs each row with GRPO, each distillation row with seed without OPD under the same settings, ablations with their row', () => {
+    const mix = 'stage2.stage1Mix={"steps":4}'
+    const keys = [
+      'grpo',
+      'seed',
+      'seed-oracle',
+      'seed[stage2.opdCoef=0]',
+      `seed[${mix}]`,
+      `seed-oracle[${mix}]`,
+      `seed[stage2.opdCoef=0,${mix}]`,
+      'seed[stage2.opdBeta=1]',
+    ]
+    const pairs = comparisons(keys).map(([a, b]) => `${a} − ${b}`)
+    for (const want of [
+      'seed − grpo',
+      'seed − seed[stage2.opdCoef=0]',
+      'seed-oracle − seed[stage2.opdCoef=0]',
+      `seed[${mix}] − seed[stage2.opdCoef=0,${mix}]`,
+      `seed-oracle[${mix}] − seed[stage2.opdCoef=0,${mix}]`,
+      'seed[stage2.opdBeta=1] − seed',
+    ])
+      assert.ok(pairs.includes(want), `${want} in ${pairs.join('; ')}`)
+    assert.ok(!pairs.includes('seed[stage2.opdCoef=0] − seed'), 'the distillation pair is listed once')
+    assert.ok(!pairs.includes(`seed-oracle[${mix}] − seed[stage2.opdCoef=0]`), 'only under the same settings')
+  })
+
+  it('reports micro and macro averages where evaluations recorded both', () => {
+    const e = (checkpoint: LearningEntry['checkpoint'], iteration: number, success: number, macro: number) => ({
+      ...at(checkpoint, iteration, 'test-unseen', success),
+      macro,
+      checkpointSha256: 'ab'.repeat(32),
+    })
+    const table = learningTable({
+      household: {
+        grpo: { '1': [e('warm-start', 0, 0.1, 0.05), e('iteration', 4, 0.2, 0.12), e('iteration', 8, 0.3, 0.15)] },
+      },
+    })
+    assert.match(table, /\| household \| grpo \| 1 \| test-unseen \| micro \| 10\.0 \| – \| 30\.0 \| 20\.0 \|/)
+    assert.match(table, /\| household \| grpo \| 1 \| test-unseen \| macro \| 5\.0 \| – \| 15\.0 \| 10\.0 \|/)
+  })
+
   it('gives the 95% t-interval over seeds (hand-computed), none for one seed', () => {
     // mean 0.4, sample sd 0.1, n = 3: 4.303 · 0.1 / √3 = 0.24844
     const m = seedInterval([0.3, 0.4, 0.5])
@@ -59,17 +101,20 @@ describe('learning report', () => {
     // grpo final: mean 0.35, sd 0.0707, t(1) = 12.706: half 0.635
     assert.match(
       table,
-      /\| sokoban \| grpo \| 1, 2 \| test-seen \| 25\.0 ± 63\.5 \| – \| 35\.0 ± 63\.5 \| 10\.0 ± 0\.0 \|/,
+      /\| sokoban \| grpo \| 1, 2 \| test-seen \| micro \| 25\.0 ± 63\.5 \| – \| 35\.0 ± 63\.5 \| 10\.0 ± 0\.0 \|/,
     )
     assert.match(
       table,
-      /\| sokoban \| seed \| 1, 2 \| test-seen \| 25\.0 ± 63\.5 \| 25\.0 ± 38\.1 \| 43\.0 ± 88\.9 \| 18\.0 ± 25\.4 \|/,
+      /\| sokoban \| seed \| 1, 2 \| test-seen \| micro \| 25\.0 ± 63\.5 \| 25\.0 ± 38\.1 \| 43\.0 ± 88\.9 \| 18\.0 ± 25\.4 \|/,
     )
     // paired differences 0.1 and 0.06: mean 0.08, sd 0.02828, half 12.706 · 0.02 = 0.2541
-    assert.match(table, /seed − grpo = 8\.0 ± 25\.4 points \(seeds 1, 2\)/)
-    // the ablation against GRPO (0.14, 0.08: mean 0.11, sd 0.04243, half 0.3812) and against its row (0.04, 0.02)
+    assert.match(table, /test-seen \(micro\): seed − grpo = 8\.0 ± 25\.4 points \(seeds 1, 2\)/)
+    // the ablation against GRPO (0.14, 0.08: mean 0.11, sd 0.04243, half 0.3812), and the distillation: seed
+    // against the same row without OPD (−0.04, −0.02), listed once
     assert.match(table, /seed\[stage2\.opdCoef=0\] − grpo = 11\.0 ± 38\.1 points \(seeds 1, 2\)/)
-    assert.match(table, /seed\[stage2\.opdCoef=0\] − seed = 3\.0 ± 12\.7 points \(seeds 1, 2\)/)
+    assert.match(table, /\(micro\): seed − seed\[stage2\.opdCoef=0\] = -3\.0 ± 12\.7 points \(seeds 1, 2\)/)
+    assert.doesNotMatch(table, /seed\[stage2\.opdCoef=0\] − seed /)
+    assert.doesNotMatch(table, /\| macro \|/, 'no macro rows where no evaluation recorded one')
     const points = curvePoints(results)
     // seed's curve starts at Stage 1; grpo's at the warm-start, with its one-seed point at 4 iterations
     assert.deepEqual(

@@ -101,6 +101,14 @@ function testSplits(rows: Record<string, Record<string, LearningEntry[]>>): stri
   return ['test-seen', 'test-unseen', 'validation'].filter((s) => splits.has(s))
 }
 
+/** Whether two legs of one seed evaluated the same warm-start checkpoint (unknown in old results: assumed). */
+function sameStart(a: readonly LearningEntry[], b: readonly LearningEntry[]): boolean {
+  const sha = (entries: readonly LearningEntry[]) =>
+    entries.find((e) => e.checkpoint === 'warm-start')?.checkpointSha256
+  const [x, y] = [sha(a), sha(b)]
+  return x === undefined || y === undefined || x === y
+}
+
 /** A results key, `row` or `row[override,override]`, as its row and its sorted overrides. */
 export function parseRowKey(key: string): { row: string; overrides: string[] } {
   const match = /^([^[]+)(?:\[(.*)\])?$/.exec(key)
@@ -173,9 +181,13 @@ export function learningTable(results: LearningResults): string {
               return a === null || b === null ? null : a - b
             })
             .filter((x): x is number => x !== null)
+          // a pair is only paired when both legs start from the same warm-start checkpoint (a store lost between
+          // sessions makes the base again, which need not give the same weights)
+          const unpaired = common.filter((s) => !sameStart(seeds[s] ?? [], against[s] ?? []))
           if (diffs.length > 0)
             paired.push(
-              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})`,
+              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})` +
+                (unpaired.length > 0 ? ` [different warm-start checkpoints: seeds ${unpaired.join(', ')}]` : ''),
             )
         }
       }

@@ -60,6 +60,17 @@ describe('learning report', () => {
     assert.match(table, /\| household \| grpo \| 1 \| test-unseen \| macro \| 5\.0 \| – \| 15\.0 \| 10\.0 \|/)
   })
 
+  it('flags a pair whose legs started from different warm-start checkpoints', () => {
+    const leg = (sha: string, final: number) => [
+      { ...at('warm-start', 0, 'test-seen', 0.3), checkpointSha256: sha },
+      { ...at('iteration', 12, 'test-seen', final), checkpointSha256: 'f'.repeat(64) },
+    ]
+    const same = learningTable({ sokoban: { grpo: { '1': leg('a', 0.4) }, seed: { '1': leg('a', 0.5) } } })
+    assert.match(same, /seed − grpo = 10\.0 points \(seeds 1\)\n/)
+    const other = learningTable({ sokoban: { grpo: { '1': leg('a', 0.4) }, seed: { '1': leg('b', 0.5) } } })
+    assert.match(other, /seed − grpo = 10\.0 points \(seeds 1\) \[different warm-start checkpoints: seeds 1\]/)
+  })
+
   it('gives the 95% t-interval over seeds (hand-computed), none for one seed', () => {
     // mean 0.4, sample sd 0.1, n = 3: 4.303 · 0.1 / √3 = 0.24844
     const m = seedInterval([0.3, 0.4, 0.5])

@@ -105,9 +105,14 @@ function commitLeg(message: string, files: readonly string[]): void {
     const add = spawnSync('git', ['add', '--', ...paths], { encoding: 'utf8' })
     const commit =
       add.status === 0 ? spawnSync('git', ['commit', '-q', '-m', message, '--', ...paths], { encoding: 'utf8' }) : add
-    if (commit.status === 0) return log(`  committed: ${message}`)
-    if (attempt === 5)
-      return log(`  not committed (${(commit.stderr || commit.stdout).trim()}): commit ${paths.join(' ')} by hand`)
+    if (commit.status === 0) {
+      log(`  committed: ${message}`)
+      return
+    }
+    if (attempt === 5) {
+      log(`  not committed (${(commit.stderr || commit.stdout).trim()}): commit ${paths.join(' ')} by hand`)
+      return
+    }
     spawnSync('sleep', ['2'])
   }
 }

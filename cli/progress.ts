@@ -16,7 +16,8 @@ const percent = (x: number) => `${(100 * x).toFixed(1)}%`
 
 export function formatEvaluation(e: Evaluation): string {
   const se = Number.isFinite(e.standardError) ? ` ± ${percent(e.standardError)}` : ''
-  const macro = e.macroSuccess !== undefined && Number.isFinite(e.macroSuccess) ? `, macro ${percent(e.macroSuccess)}` : ''
+  const macro =
+    e.macroSuccess !== undefined && Number.isFinite(e.macroSuccess) ? `, macro ${percent(e.macroSuccess)}` : ''
   const checkpoint = e.checkpointSha256 ? `, checkpoint ${e.checkpointSha256.slice(0, 12)}` : ''
   return `${percent(e.success)}${se} (${e.tasks} tasks${e.split ? ` of ${e.split}` : ''})${macro}${checkpoint}`
 }

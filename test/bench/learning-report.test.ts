@@ -126,6 +126,10 @@ describe('learning report', () => {
     assert.match(table, /\(micro\): seed − seed\[stage2\.opdCoef=0\] = -3\.0 ± 12\.7 points \(seeds 1, 2\)/)
     assert.doesNotMatch(table, /seed\[stage2\.opdCoef=0\] − seed /)
     assert.doesNotMatch(table, /\| macro \|/, 'no macro rows where no evaluation recorded one')
+    const oneFamily = learningTable({
+      sokoban: { grpo: { '1': [{ ...at('warm-start', 0, 'test-seen', 0.3), macro: 0.3 }] } },
+    })
+    assert.doesNotMatch(oneFamily, /\| macro \|/, 'no macro rows where macro and micro agree (one family)')
     const points = curvePoints(results)
     // seed's curve starts at Stage 1; grpo's at the warm-start, with its one-seed point at 4 iterations
     assert.deepEqual(

@@ -89,7 +89,8 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
 
     async prepare(input) {
       const { config } = await guarded('prepare', () => shell.effective(input.run))
-      return config.model.kind === 'imported' ? importBase(input) : warmstart(input)
+      // a warm-start makes the base of either kind of model (an imported one from its folder's weights)
+      return config.warmstart ? warmstart(input) : importBase(input)
     },
     fork: shell.activity(forkPhase),
     annotate: shell.activity(annotatePhase),

@@ -8,9 +8,15 @@ import { RUN_ENV_NAMES, type RunConfig, type RunEnvName } from '../seed/config.t
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import { smokeSokobanPreset } from '../seed/presets/smoke.ts'
+import { cpuHouseholdSmollm2Preset } from '../seed/presets/smollm2.ts'
 import { assertValidRunId } from '../store/keys.ts'
 
-export const PRESET_NAMES = ['cpu-sokoban', 'smoke-sokoban', ...RUN_ENV_NAMES.map((env) => `paper-${env}`)] as const
+export const PRESET_NAMES = [
+  'cpu-sokoban',
+  'smoke-sokoban',
+  'cpu-household-smollm2',
+  ...RUN_ENV_NAMES.map((env) => `paper-${env}`),
+] as const
 
 export interface ConfigOptions {
   algorithm: string
@@ -21,6 +27,11 @@ export interface ConfigOptions {
 function preset(name: string, algorithm: AlgorithmName, folder: string | undefined): RunConfig {
   if (name === 'cpu-sokoban') return cpuSokobanPreset(algorithm)
   if (name === 'smoke-sokoban') return smokeSokobanPreset(algorithm)
+  if (name === 'cpu-household-smollm2') {
+    if (!folder)
+      throw new Error(`preset ${name} trains SmolLM2-135M-Instruct: give its folder with --model-folder <dir>`)
+    return cpuHouseholdSmollm2Preset(resolve(folder), algorithm)
+  }
   const env = name.replace(/^paper-/, '') as RunEnvName
   if (!name.startsWith('paper-') || !RUN_ENV_NAMES.includes(env))
     throw new Error(`unknown preset ${JSON.stringify(name)}; one of ${PRESET_NAMES.join(', ')}`)

@@ -41,7 +41,7 @@ program
     'algorithm row (seed, grpo, skill-prompt, skill-grpo, grpo-opsd, seed-static, seed-library, seed-oracle, seed-no-sft)',
     'seed',
   )
-  .option('--model-folder <dir>', 'Hugging Face model folder (paper presets)')
+  .option('--model-folder <dir>', 'Hugging Face model folder (paper presets, cpu-household-smollm2)')
   .option(
     '--run-id <id>',
     'print the seedRun workflow input { runId, config } instead, for `temporal workflow start --input-file`',

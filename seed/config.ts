@@ -73,7 +73,8 @@ const coefficient = () => z.number().min(0).finite()
  * LoRA adapters (policy/lora.ts): Stage 1 SFT and the Stage 2 updates train rank-`rank` adapters on the `targets`
  * projections with the base weights frozen, scaled by alpha / rank; checkpoints carry the adapters in PEFT's
  * layout. Defaults are PEFT's LoraConfig defaults (r 8, lora_alpha 8, dropout 0, q_proj + v_proj for Llama).
- * The built-in model's warm-start trains every weight (it starts from random weights).
+ * The built-in model's warm-start trains every weight (it starts from random weights); an imported model's
+ * warm-start trains the adapters, which Stage 1 and Stage 2 then go on training.
  */
 const Lora = z.strictObject({
   rank: positiveInt().default(8),
@@ -135,6 +136,12 @@ const PromptSettings = z.strictObject({
   truncation: z.enum(['drop-oldest', 'left']).default('drop-oldest'),
 })
 
+/**
+ * Behaviour cloning on the environment's expert demonstrations before Stage 1: the built-in model's from random
+ * weights and a tokenizer trained on the demonstrations; an imported model's from its own weights with its own
+ * tokenizer and chat template (for an instruct model too weak to act at all: with no success, GRPO has nothing
+ * to work with).
+ */
 const Warmstart = z.strictObject({
   /** Train tasks whose expert demonstrations are recorded. */
   demoTasks: positiveInt(),
@@ -226,8 +233,8 @@ const Stage1 = z.strictObject({
   actingMix: probability(),
   /**
    * The acting data: `rollouts`, the annotated rollouts' well-formed steps (the base policy's own samples); or
-   * `demonstrations`, a replay of the warm-start's demonstrations (plain and skill-reading ones, built-in models
-   * only), which keeps the policy able to read a skill in its prompt (the teacher's role).
+   * `demonstrations`, a replay of the warm-start's demonstrations (plain and skill-reading ones; a run with a
+   * warm-start only), which keeps the policy able to read a skill in its prompt (the teacher's role).
    */
   actingData: z.enum(['rollouts', 'demonstrations']).default('rollouts'),
 })
@@ -375,7 +382,7 @@ export const RunConfigSchema = z
     algorithm: z.enum(ALGORITHM_NAMES as [AlgorithmName, ...AlgorithmName[]]),
     model: z.discriminatedUnion('kind', [BuiltinModel, ImportedModel]),
     prompt: PromptSettings,
-    /** Only for the built-in model (an imported model starts from its own weights); null to skip. */
+    /** Required for the built-in model; optional for an imported one (null: it starts from its own weights). */
     warmstart: Warmstart.nullable(),
     stage1: Stage1,
     stage2: Stage2Schema,
@@ -422,8 +429,6 @@ export const RunConfigSchema = z
       if (m.headDim % 2 !== 0) problem(['model', 'headDim'], `rotary needs an even head size, got ${m.headDim}`)
       if (c.warmstart === null)
         problem(['warmstart'], 'the built-in model trains from scratch: it needs warm-start settings')
-    } else if (c.warmstart !== null) {
-      problem(['warmstart'], 'an imported model starts from its own weights: set warmstart to null')
     }
     if (c.engine.decodeWeights === 'frozen' && c.model.lora)
       problem(

@@ -87,9 +87,12 @@ export {
   update,
 } from './update.ts'
 export {
+  type ImportedWarmstartModel,
   type PolishCheck,
   polishCheck,
+  startingPolicy,
   type WarmstartInput,
+  type WarmstartModel,
   type WarmstartResult,
   type WarmstartStats,
   warmstart,

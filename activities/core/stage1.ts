@@ -108,7 +108,7 @@ function replayPools(policy: Policy, config: RunConfig) {
   const ws = config.warmstart
   if (!ws) {
     throw new CorePhaseError(
-      'stage1.actingData demonstrations replays the warm-start: the run has none (imported model)',
+      'stage1.actingData demonstrations replays the warm-start: the run has none (warmstart is null)',
     )
   }
   const demos = demonstrations(config.env, ws, config.prompt, config.seed)

@@ -1,8 +1,11 @@
-// Warm-start (docs/design.md §7): the built-in model has no instruction following, so before Stage 1 it
-// learns to act by behaviour cloning on expert demonstrations with injected mistakes (random executed actions
-// labelled with the expert's, plus label noise), and to read a skill from demonstrations whose prompt carries
-// the oracle skill of the expert's own solution. Training stops early once validation success reaches the
-// target, so that RL starts from a clearly imperfect policy (docs/benchmarks.md §8).
+// Warm-start (docs/design.md §7): behaviour cloning on expert demonstrations with injected mistakes (random
+// executed actions labelled with the expert's, plus label noise), and learning to read a skill from
+// demonstrations whose prompt carries the oracle skill of the expert's own solution. The built-in model has no
+// instruction following and starts here from random weights and a tokenizer trained on the demonstrations; an
+// imported model too weak to act (a small instruct model that never succeeds gives GRPO nothing to work with)
+// starts from its own weights, tokenizer and chat template, training LoRA adapters when the run has them
+// (`startingPolicy`, the one place where the two differ). Training stops early once validation success reaches
+// the target, so that RL starts from a clearly imperfect policy (docs/benchmarks.md §8).
 import type { Engine } from '../../engine/index.ts'
 import { getEnv } from '../../envs/index.ts'
 import { mixSeed, mulberry32 } from '../../envs/rng.ts'
@@ -14,7 +17,9 @@ import { initWeights } from '../../policy/init.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
 import type {
   BuiltinModelConfig,
+  EngineSettingsConfig,
   EvaluationConfig,
+  LoraSettings,
   PromptSettings,
   RunEnvName,
   WarmstartConfig,
@@ -22,13 +27,26 @@ import type {
 import { type AnalyzerEpisode, analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../../seed/index.ts'
 import { oracleAnswer } from './analyze.ts'
 import { evaluate } from './evaluate.ts'
-import { CorePhaseError, loadPolicy, type Policy } from './policy.ts'
+import { CorePhaseError, LORA_SEED, loadPolicy, type Policy, toCheckpoint, withLora } from './policy.ts'
 import { analyzerObservation, fitAnalyzer, fitPrompt, stepPrompt } from './prompts.ts'
 import { type ExamplePool, type SupervisedExample, supervisedTrain } from './supervised.ts'
 
+/**
+ * The model a warm-start clones into: the built-in one (its shape; tokenizer and weights are made here), or an
+ * imported checkpoint (`seedflow import`'s folder as read by the import code), with LoRA adapters trained on
+ * its frozen weights when `lora` is set (as Stage 1 and Stage 2 do; they go on training the same adapters).
+ */
+export type WarmstartModel = BuiltinModelConfig | ImportedWarmstartModel
+
+export interface ImportedWarmstartModel {
+  kind: 'imported'
+  base: Checkpoint
+  lora?: LoraSettings
+}
+
 export interface WarmstartInput {
   env: RunEnvName
-  model: BuiltinModelConfig
+  model: WarmstartModel
   prompt: PromptSettings
   warmstart: WarmstartConfig
   /** Early-stopping evaluations use its temperature and step cap, on the validation split. */
@@ -38,11 +56,15 @@ export interface WarmstartInput {
   analyzer?: { maxPromptTokens: number; maxAnswerTokens: number }
   /** Told each validation check as it happens (progress for heartbeats and scripts). */
   onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
+  /** The run's graph layout (`engine`: recomputeLayers, decodeWeights); default ENGINE_DEFAULTS. */
+  engineSettings?: EngineSettingsConfig
 }
 
 export interface WarmstartStats {
   vocabSize: number
   parameters: number
+  /** The parameters the warm-start trains: every weight, or the LoRA adapters' (an imported model with model.lora). */
+  trainedParameters: number
   demoEpisodes: number
   /** (prompt → action) pairs: plain, and with the oracle skill in the prompt. */
   plainPairs: number
@@ -261,40 +283,61 @@ export function actingPools(
     }))
 }
 
-/** Builds the tokenizer and the model, then behaviour-clones; returns the warm-start checkpoint. */
-export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
-  const started = performance.now()
-  const ws = input.warmstart
-  const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
-
-  const tokenizerJson = trainByteLevelBpe(corpus, {
-    vocabSize: input.model.vocabSize,
+/**
+ * The policy a warm-start trains, the one place where the model kinds differ: the built-in model gets a
+ * byte-level BPE trained on the demonstrations' texts (`corpus`) and seeded random weights; an imported model is
+ * its checkpoint as it is (its tokenizer and chat template make the prompts), with fresh LoRA adapters (seeded
+ * as Stage 1's) when the run has them.
+ */
+export function startingPolicy(
+  engine: Engine,
+  model: WarmstartModel,
+  corpus: readonly string[],
+  seed: number,
+  settings?: EngineSettingsConfig,
+): Policy {
+  const options = settings ? { settings } : {}
+  if (model.kind === 'imported') {
+    const policy = loadPolicy(engine, model.base, options)
+    if (model.lora) withLora(policy, model.lora, mixSeed(seed, LORA_SEED))
+    return policy
+  }
+  const tokenizerJson = trainByteLevelBpe([...corpus], {
+    vocabSize: model.vocabSize,
     specialTokens: [...TINY_SPECIAL_TOKENS],
   })
   const tokenizer = new TextTokenizer(tokenizerJson)
   const config: ModelConfig = {
     family: 'llama',
     vocabSize: tokenizer.vocabSize,
-    hiddenSize: input.model.hiddenSize,
-    intermediateSize: input.model.intermediateSize,
-    numLayers: input.model.numLayers,
-    numHeads: input.model.numHeads,
-    numKvHeads: input.model.numKvHeads,
-    headDim: input.model.headDim,
+    hiddenSize: model.hiddenSize,
+    intermediateSize: model.intermediateSize,
+    numLayers: model.numLayers,
+    numHeads: model.numHeads,
+    numKvHeads: model.numKvHeads,
+    headDim: model.headDim,
     rmsNormEps: 1e-5,
     ropeTheta: 10000,
-    maxPositions: input.model.maxPositions,
+    maxPositions: model.maxPositions,
     qkvBias: false,
     tieEmbeddings: true,
-    ...(input.model.learnedPositions ? { learnedPositions: true } : {}),
+    ...(model.learnedPositions ? { learnedPositions: true } : {}),
   }
   const checkpoint: Checkpoint = {
     config,
-    weights: initWeights(config, mulberry32(mixSeed(input.seed, 0x1417))),
+    weights: initWeights(config, mulberry32(mixSeed(seed, 0x1417))),
     tokenizerJson,
     eosIds: [...tokenizer.eosIds],
   }
-  const policy = loadPolicy(engine, checkpoint)
+  return loadPolicy(engine, checkpoint, options)
+}
+
+/** Makes (or loads) the model, then behaviour-clones; returns the warm-start checkpoint. */
+export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
+  const started = performance.now()
+  const ws = input.warmstart
+  const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
+  const policy = startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
   const acting = actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples =
     ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer, input.prompt.truncation) : []
@@ -307,6 +350,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   const pools = (frame: 'weighted' | 'full') => [...acting(frame), analyzerPool]
   const checks: Array<{ step: number; successRate: number }> = []
   // the best check so far (keepBest); a holder, since the check callback sets it
+  // the trained tensors: every weight, or the LoRA adapters
   const kept: { best: { step: number; successRate: number; weights: Map<string, Float32Array> } | null } = {
     best: null,
   }
@@ -321,7 +365,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       const r = (await validation(policy, input, step)).successRate
       checks.push({ step, successRate: r })
       if (ws.keepBest && (kept.best === null || r >= kept.best.successRate)) {
-        kept.best = { step, successRate: r, weights: copyWeights(policy.model.weights) }
+        kept.best = { step, successRate: r, weights: copyWeights(policy.model.trainable()) }
       }
       input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
       return r >= ws.targetSuccess
@@ -329,7 +373,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   })
   const best = kept.best
   if (best !== null && best.step !== result.steps) {
-    for (const [name, w] of best.weights) policy.model.weights.get(name)?.set(w)
+    for (const [name, w] of best.weights) policy.model.trainable().get(name)?.set(w)
   }
   const keptStep = best?.step ?? result.steps
   const checked = ws.evalEvery > 0 && ws.framePolishSteps > 0
@@ -348,11 +392,13 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       : null
   const after = checked ? await polishCheck(policy, input) : null
   await policy.model.release()
+  const count = (weights: ReadonlyMap<string, Float32Array>) => [...weights.values()].reduce((n, w) => n + w.length, 0)
   return {
-    checkpoint: { ...checkpoint, weights: policy.model.weights },
+    checkpoint: toCheckpoint(policy),
     stats: {
-      vocabSize: tokenizer.vocabSize,
-      parameters: [...policy.model.weights.values()].reduce((n, w) => n + w.length, 0),
+      vocabSize: policy.model.config.vocabSize,
+      parameters: count(policy.model.weights),
+      trainedParameters: count(policy.model.trainable()),
       demoEpisodes: ws.demoTasks,
       plainPairs: plain.length,
       skillPairs: skilled.length,

@@ -1,23 +1,26 @@
-// Warm-start: the built-in model's base checkpoint, behaviour cloning from scratch (the run's `prepare` when
-// its model is the built-in one).
-import type { BuiltinModelConfig, RunConfig } from '../../seed/config.ts'
+// Warm-start: the run's base checkpoint by behaviour cloning on expert demonstrations (the run's `prepare` when
+// it has warm-start settings): the built-in model from scratch, or an imported model from its folder's weights
+// (read as the import phase reads it; the folder's file hashes are then inputs of this phase too).
+import { resolve } from 'node:path'
+import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { RunRef, StageSummary } from '../contracts.ts'
-import { warmstart } from '../core/index.ts'
+import { type WarmstartInput, warmstart } from '../core/index.ts'
 import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
+import { folderHashes, readImportedFolder } from './import.ts'
 
 const needs = (c: RunConfig) => {
-  if (c.model.kind !== 'builtin' || !c.warmstart)
-    throw fatal('warmstart: the built-in model needs warm-start settings', 'InvalidRunConfig')
+  if (!c.warmstart) throw fatal('warmstart: the run has no warm-start settings', 'InvalidRunConfig')
   return {
     env: c.env,
-    model: c.model as BuiltinModelConfig,
+    model: c.model,
     prompt: c.prompt,
     warmstart: c.warmstart,
     analyzer: c.stage2.analyzer,
     evaluation: c.evaluation,
+    engineSettings: c.engine,
     seed: c.seed,
   }
 }
@@ -26,12 +29,18 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
   describe: () => 'prepare',
   needs,
   async plan({ run }, c) {
+    const { model } = c
     return {
       scope: scopeOf(run, 'warmstart', 0),
-      inputs: {},
+      inputs: model.kind === 'imported' ? await folderHashes(resolve(model.folder)) : {},
       async compute({ store, engine, attempt }) {
+        const start: WarmstartInput['model'] =
+          model.kind === 'imported'
+            ? { kind: 'imported', base: await readImportedFolder(model), ...(model.lora ? { lora: model.lora } : {}) }
+            : model
         const r = await warmstart(engine, {
           ...c,
+          model: start,
           onCheck: (check) =>
             heartbeat({
               phase: 'warmstart',

@@ -198,6 +198,36 @@ describe('pipeline activities on the filesystem store', () => {
     }
   })
 
+  it("prepare: an imported model with warm-start settings is behaviour-cloned from the folder's weights, reused until a file changes", async () => {
+    const folder = await importedFixtureFolder()
+    try {
+      const ws = microConfig().warmstart
+      assert.ok(ws)
+      const plain = microImportedConfig('grpo', folder)
+      const config = {
+        ...plain,
+        model: { ...plain.model, lora: { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj' as const] } },
+        warmstart: ws,
+      }
+      const { run: r } = await acts.planRun({ runId: 'imported-warm', config })
+      const first = await acts.prepare({ run: r })
+      assert.equal(first.manifestKey, keys.stagePhaseManifest('imported-warm', 'warmstart', 0))
+      assert.equal(first.checkpoint.prefix, 'runs/imported-warm/base/checkpoint/')
+      assert.equal(first.stats.steps, ws.steps)
+      const stored = await loadCheckpoint(store, first.checkpoint)
+      assert.equal(stored.checkpoint.config.vocabSize, 320)
+      assert.match(String(stored.checkpoint.tokenizerConfig?.chat_template), /<\|im_start\|>/)
+      assert.deepEqual(stored.checkpoint.lora?.config.targets, ['q_proj'])
+      const manifest = await getJson(store, first.manifestKey)
+      assert.ok(Object.keys((manifest as { inputs: Record<string, string> }).inputs).includes('folder/config.json'))
+      assert.equal((await acts.prepare({ run: r })).reused, true)
+      await writeFile(join(folder, 'generation_config.json'), JSON.stringify({ eos_token_id: 2, bos_token_id: 1 }))
+      assert.equal((await acts.prepare({ run: r })).reused, false)
+    } finally {
+      await rm(folder, { recursive: true, force: true })
+    }
+  })
+
   it('prepare: a folder without a chat template fails at import, naming the files it looked in', async () => {
     const folder = await importedFixtureFolder()
     try {

@@ -7,6 +7,7 @@ import { parseRunConfig, RUN_ENV_NAMES, type RunConfig } from '../../seed/config
 import { CPU_PRESETS, cpuHouseholdPreset, cpuPreset, cpuSokobanPreset } from '../../seed/presets/cpu.ts'
 import { paperPreset } from '../../seed/presets/paper.ts'
 import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
+import { cpuHouseholdSmollm2Preset } from '../../seed/presets/smollm2.ts'
 
 /** Every preset of every family for every algorithm, by name. */
 function everyPreset(): [string, RunConfig][] {
@@ -15,6 +16,7 @@ function everyPreset(): [string, RunConfig][] {
     for (const env of RUN_ENV_NAMES) all.push([`paper ${env} ${algorithm}`, paperPreset(env, '/models/m', algorithm)])
     for (const [env, preset] of Object.entries(CPU_PRESETS)) all.push([`cpu ${env} ${algorithm}`, preset(algorithm)])
     all.push([`smoke sokoban ${algorithm}`, smokeSokobanPreset(algorithm)])
+    all.push([`smollm2 household ${algorithm}`, cpuHouseholdSmollm2Preset('/models/smollm2', algorithm)])
   }
   return all
 }
@@ -52,7 +54,7 @@ function keyValues(c: RunConfig) {
 describe('presets', () => {
   it('parse with parseRunConfig for every environment and algorithm, and keep the algorithm asked for', () => {
     const all = everyPreset()
-    assert.equal(all.length, ALGORITHM_NAMES.length * (RUN_ENV_NAMES.length + Object.keys(CPU_PRESETS).length + 1))
+    assert.equal(all.length, ALGORITHM_NAMES.length * (RUN_ENV_NAMES.length + Object.keys(CPU_PRESETS).length + 2))
     for (const [name, c] of all) {
       const parsed = parseRunConfig(c)
       assert.ok(parsed.ok, `${name}: ${parsed.ok ? '' : parsed.problems.join('; ')}`)
@@ -307,5 +309,53 @@ describe('presets', () => {
     assert.deepEqual(c.prompt, cpu.prompt)
     assert.equal(c.warmstart?.formatTokenWeight, cpu.warmstart?.formatTokenWeight)
     assert.equal(c.stage1.actingData, cpu.stage1.actingData)
+  })
+
+  it('cpu-household-smollm2: SmolLM2 with LoRA on household, warm-started on demonstrations, sized for 2 cores', () => {
+    const c = cpuHouseholdSmollm2Preset('/models/smollm2')
+    assert.deepEqual(keyValues(c), {
+      env: 'household',
+      model: 'imported',
+      maxPositions: 2048,
+      historyWindow: 1,
+      maxPromptTokens: 480,
+      warmstartSteps: 300,
+      stage1Tasks: 8,
+      stage1Steps: 40,
+      iterations: 8,
+      tasksPerStep: 4,
+      groupSize: 4,
+      maxEnvSteps: 15,
+      miniBatchSize: 16,
+      lr: 2e-5,
+      klCoef: 0.01,
+      entropyCoef: 0.001,
+      opdCoef: 0.01,
+      advantageMode: 'meanStd',
+      perEpisodeWeight: true,
+      analyzerPromptTokens: 1600,
+      evaluationTasks: 32,
+      evaluationEvery: 4,
+      seed: 1,
+      threads: 2,
+    })
+    assert.deepEqual(c.model, {
+      kind: 'imported',
+      folder: '/models/smollm2',
+      maxPositions: 2048,
+      lora: {
+        rank: 16,
+        alpha: 32,
+        dropout: 0,
+        targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+      },
+    })
+    assert.equal(c.prompt.compact, true)
+    assert.equal(c.warmstart?.expertThoughts, true)
+    assert.equal(c.warmstart?.keepBest, true)
+    assert.deepEqual(c.stage1.annotator, { kind: 'oracle' })
+    assert.equal(c.stage1.actingData, 'demonstrations')
+    assert.equal(c.engine.recomputeLayers, true)
+    assert.equal(c.evaluation.split, 'validation')
   })
 })

@@ -42,7 +42,7 @@ describe('run config', () => {
     assert.throws(() => runConfig(bad), RunConfigError)
   })
 
-  it('checks fields against each other: step caps, context, warm-start only for the built-in model', () => {
+  it('checks fields against each other: step caps, context, warm-start required for the built-in model', () => {
     const c = cpuSokobanPreset()
     const problems = (input: unknown) => {
       const r = parseRunConfig(input)
@@ -55,14 +55,18 @@ describe('run config', () => {
       problems({ ...c, prompt: { ...c.prompt, maxPromptTokens: 630 } }).join('\n'),
       /^prompt\.maxPromptTokens: prompt 630 \+ response 24 tokens exceed the model's 640 positions$/,
     )
+    assert.deepEqual(problems({ ...c, warmstart: null }), [
+      'warmstart: the built-in model trains from scratch: it needs warm-start settings',
+      'stage1.actingData: demonstrations replays the warm-start, which this run does not have',
+    ])
     const imported = {
       ...c,
-      model: { kind: 'imported', folder: '/m', maxPositions: 4096 },
+      model: { kind: 'imported', folder: '/m', maxPositions: 4096, lora: { rank: 8, targets: ['q_proj', 'v_proj'] } },
       stage1: { ...c.stage1, actingData: 'rollouts' },
     }
-    assert.deepEqual(problems(imported), [
-      'warmstart: an imported model starts from its own weights: set warmstart to null',
-    ])
+    // an imported model may warm-start (behaviour cloning from its own weights), and Stage 1 may then replay it
+    assert.deepEqual(problems(imported), [])
+    assert.deepEqual(problems({ ...imported, stage1: { ...c.stage1, actingData: 'demonstrations' } }), [])
     assert.deepEqual(problems({ ...imported, warmstart: null }), [])
     assert.deepEqual(
       problems({ ...imported, warmstart: null, stage1: { ...c.stage1, actingData: 'demonstrations' } }),

@@ -303,6 +303,29 @@ describe('update', () => {
     assert.notDeepEqual(shiftAnalyzed.grad, reference.grad)
   })
 
+  it('keeps tied groups: all-equal rewards give advantage 0, and OPD, KL and entropy still train on them', async () => {
+    const r = await rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
+      budget: budget(),
+      temperature: 1,
+      batchSize: 8,
+    })
+    // every group all-fail: the same episode reward and every action valid
+    const tied = r.samples.map((s) => ({ ...s, episodeReward: -1, valid: true }))
+    const fresh = microPolicy(engine, checkpoint)
+    const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
+    const u = await update(fresh, { samples: tied, terms, settings })
+    assert.ok(
+      u.advantages.every((a) => a === 0),
+      'advantage 0 everywhere',
+    )
+    assert.equal(u.metrics.samples, tied.length, 'no sample dropped')
+    assert.ok((u.metrics.opdTokens ?? 0) > 0 && u.metrics.opdLoss !== null && u.metrics.opdLoss !== 0)
+    assert.ok(u.metrics.entropy !== null && u.metrics.kl !== null)
+    assert.notDeepEqual(fresh.model.weights.get('model.embed_tokens.weight'), before, 'the weights still move')
+  })
+
   it("padToMiniBatch (the reference's padding) copies seeded random samples up to a multiple, before advantages", async () => {
     const r = await rescore(policy, null, {
       trajectories: rolled.trajectories,

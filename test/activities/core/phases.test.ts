@@ -49,6 +49,16 @@ const budget = () => ({
 })
 const SKILL = 'Push the box X toward the target O; never push it into a corner.'
 
+/** The shared rollout rescored by the shared policy, with `teacherBlocks` per trajectory. */
+const rescored = (teacherBlocks: (string | null)[]) =>
+  rescore(policy, null, {
+    trajectories: rolled.trajectories,
+    teacherBlocks,
+    budget: budget(),
+    temperature: 1,
+    batchSize: 8,
+  })
+
 before(async () => {
   checkpoint = await microCheckpoint(engine, config)
   policy = microPolicy(engine, checkpoint)
@@ -244,13 +254,7 @@ describe('update', () => {
   })
 
   it('reports the OPD gate mean and positive-gap share over every distilled token', async () => {
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null)),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 8,
-    })
+    const r = await rescored(rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null)))
     // lr 0 keeps the student at π_old in every mini-batch, so s = old and the gate is σ(β·(teacher − old))
     const frozen = microPolicy(engine, checkpoint)
     const u = await update(frozen, { samples: r.samples, terms, settings: { ...settings, lr: 0, miniBatchSize: 3 } })
@@ -269,13 +273,7 @@ describe('update', () => {
   })
 
   it('masked trajectories contribute nothing to the OPD gradient; unmasked ones do', async () => {
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: rolled.trajectories.map((t) => (t.id === 0 ? episodeSkillBlock(SKILL) : null)),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 8,
-    })
+    const r = await rescored(rolled.trajectories.map((t) => (t.id === 0 ? episodeSkillBlock(SKILL) : null)))
     const train = await loadActorTrainModel(policy, terms, settings)
     const advantages = new Float64Array(r.samples.length).fill(0.5)
     const base = actorFeeds(policy, r.samples, advantages, terms, 1)
@@ -304,13 +302,7 @@ describe('update', () => {
   })
 
   it('keeps tied groups: all-equal rewards give advantage 0, and OPD, KL and entropy still train on them', async () => {
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 8,
-    })
+    const r = await rescored(rolled.trajectories.map(() => episodeSkillBlock(SKILL)))
     // every group all-fail: the same episode reward and every action valid
     const tied = r.samples.map((s) => ({ ...s, episodeReward: -1, valid: true }))
     const fresh = microPolicy(engine, checkpoint)
@@ -327,13 +319,7 @@ describe('update', () => {
   })
 
   it("padToMiniBatch (the reference's padding) copies seeded random samples up to a multiple, before advantages", async () => {
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 8,
-    })
+    const r = await rescored(rolled.trajectories.map(() => episodeSkillBlock(SKILL)))
     const n = r.samples.length
     const miniBatchSize = 5
     assert.ok(n % miniBatchSize !== 0, `${n} samples: not a multiple of ${miniBatchSize} already`)
@@ -370,13 +356,7 @@ describe('update', () => {
   })
 
   it('fails a diverging learning rate in the second mini-batch, naming the loss term, mini-batch and lr', async () => {
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: rolled.trajectories.map(() => episodeSkillBlock(SKILL)),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 8,
-    })
+    const r = await rescored(rolled.trajectories.map(() => episodeSkillBlock(SKILL)))
     assert.ok(r.samples.length > 8, `${r.samples.length} samples: at least three mini-batches of 4`)
     const diverging = microPolicy(engine, checkpoint)
     await assert.rejects(update(diverging, { samples: r.samples, terms, settings: { ...settings, lr: 1e12 } }), (e) => {

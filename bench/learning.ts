@@ -11,6 +11,7 @@
 // orchestration cost per iteration (Temporal time beside compute time); `--commit` commits them as each leg ends.
 // Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000 --commit]
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -167,7 +168,10 @@ function setPath(target: Record<string, unknown>, path: readonly string[], value
   setPath(next, rest, value, what, false)
 }
 
-/** The row's run configuration: the CPU preset, the benchmark's evaluations, the overrides, maybe a fork. */
+/**
+ * The run configuration of a leg (the CPU preset, the benchmark's evaluations, the Stage 2 overrides, maybe a fork),
+ * or of a base or Stage 1 run (`iterations: 0`: no Stage 2, so no overrides, and the same config whatever leg asks).
+ */
 function config(
   env: RunEnvName,
   row: AlgorithmName,
@@ -177,7 +181,7 @@ function config(
   const c = cpuPreset(env, row)
   const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
   const stage2: Record<string, unknown> = { ...c.stage2, iterations }
-  for (const o of overrides) setPath(stage2, o.path, o.value, `stage2.${o.path.join('.')}`)
+  if (iterations > 0) for (const o of overrides) setPath(stage2, o.path, o.value, `stage2.${o.path.join('.')}`)
   const [curve, ...more] = benchEnv(env).splits
   const tasks = evalTasks(env)
   const evaluation = {
@@ -193,11 +197,19 @@ function config(
   return parsed.config
 }
 
-const runId = (...parts: (string | number)[]) =>
-  [args.prefix, ...parts]
+/** Longest run id the pipeline takes (activities' InvalidRunIdError). */
+const MAX_RUN_ID = 128
+
+/** A leg's run id: its parts, with a hash of the whole in place of the tail where they are too long. */
+function runId(...parts: (string | number)[]): string {
+  const id = [args.prefix, ...parts]
     .join('-')
     .replace(/[^A-Za-z0-9._-]+/g, '-')
     .replace(/-+$/, '')
+  if (id.length <= MAX_RUN_ID) return id
+  const hash = createHash('sha256').update(id).digest('hex').slice(0, 12)
+  return `${id.slice(0, MAX_RUN_ID - hash.length - 1)}-${hash}`
+}
 
 /** Runs seedRun `id` to its end, or reads the result of the run of that id that already finished. */
 async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedRunResult> {

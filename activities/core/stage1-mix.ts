@@ -76,7 +76,10 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
     steps: settings.steps,
     batchSize: settings.batchSize,
     lr: settings.lr,
-    warmupSteps: 0,
+    // a fresh AdamW each update: its first steps move every weight by about lr whatever the gradient, which at
+    // lr 3e-4 without warm-up broke the tiny model's analyzer into repetition loops (parse rate 0 in every other
+    // iteration, docs/benchmarks.md §3.4); half the steps warm up
+    warmupSteps: Math.ceil(settings.steps / 2),
     seed: mixSeed(input.seed, 2),
   })
   return {

@@ -1,8 +1,8 @@
 // Stage-1 examples mixed into a Stage 2 update (`stage2.stage1Mix`, a deviation from the paper,
 // docs/algorithm.md §3). In the paper nothing in Stage 2 trains the analyzer or the skill-reading: on the tiny
-// model both erode during RL (parse rates 0.7 → 0.06–0.25 on household). After the RL pass, a few supervised steps on analyzer answers (the
-// run's Stage 1 annotations) and on skill-reading demonstrations (expert solutions of fresh train tasks whose prompt
-// carries their oracle skill, made as the warm-start makes its own) keep both alive.
+// model both erode during RL (parse rates 0.7 → 0.06–0.25 on household). After the RL pass, a few supervised steps
+// on analyzer answers (the run's Stage 1 annotations) and on skill-reading demonstrations (expert solutions of fresh
+// train tasks whose prompt carries their oracle skill, made as the warm-start makes its own) keep both alive.
 import { mixSeed } from '../../envs/rng.ts'
 import type { PromptSettings, RunEnvName, Stage2Config, WarmstartConfig } from '../../seed/config.ts'
 import type { SkillRecord } from './analyze.ts'

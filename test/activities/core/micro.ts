@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import {
   loadPolicy,
   type Policy,
+  sampleTasks,
   type WarmstartInput,
   type WarmstartResult,
   warmstart,
@@ -25,6 +26,19 @@ export function microConfig(algorithm: RunConfig['algorithm'] = 'seed'): RunConf
     stage2: { ...smoke.stage2, iterations: 1 },
     evaluation: { ...smoke.evaluation, tasks: 4 },
   })
+}
+
+/** A micro rollout: 2 train tasks × 2 samples, at most 3 steps, temperature 1, under `config`'s prompt. */
+export function microRolloutInput(config: RunConfig, seed: number) {
+  return {
+    env: config.env,
+    tasks: sampleTasks(config.env, 'train', 2, 11),
+    groupSize: 2,
+    maxEnvSteps: 3,
+    temperature: 1,
+    prompt: config.prompt,
+    seed,
+  }
 }
 
 /** The warm-start input of a built-in config. */

@@ -24,7 +24,7 @@ import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
 import { NonFiniteLossError } from '../../../policy/train-step.ts'
 import { EPISODE_SKILL_TITLE, episodeSkillBlock, insertBlock } from '../../../seed/index.ts'
-import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microRolloutInput } from './micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
 after(() => engine.close())
@@ -33,15 +33,7 @@ let checkpoint: Checkpoint
 let policy: Policy
 let rolled: RolloutResult
 
-const rolloutInput = (seed: number) => ({
-  env: config.env,
-  tasks: sampleTasks(config.env, 'train', 2, 11),
-  groupSize: 2,
-  maxEnvSteps: 3,
-  temperature: 1,
-  prompt: config.prompt,
-  seed,
-})
+const rolloutInput = (seed: number) => microRolloutInput(config, seed)
 const budget = () => ({
   maxPromptTokens: config.prompt.maxPromptTokens,
   responseTokens: config.prompt.maxResponseTokens,

@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { SkillRecord } from '../../../activities/core/analyze.ts'
-import { annotateWithOracle, type Policy, rollout, sampleTasks } from '../../../activities/core/index.ts'
+import { annotateWithOracle, type Policy, rollout } from '../../../activities/core/index.ts'
 import { stage1Mix } from '../../../activities/core/stage1-mix.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { parseRunConfig } from '../../../seed/config.ts'
 import { paperPreset } from '../../../seed/presets/paper.ts'
-import { microCheckpoint, microConfig, microPolicy, QWEN2_FIXTURE } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microRolloutInput, QWEN2_FIXTURE } from './micro.ts'
 
 const engine = createLocalEngine({ threads: 1 })
 after(() => engine.close())
@@ -20,15 +20,7 @@ let annotations: SkillRecord[]
 before(async () => {
   checkpoint = await microCheckpoint(engine, config)
   const policy = microPolicy(engine, checkpoint)
-  const rolled = await rollout(policy, {
-    env: config.env,
-    tasks: sampleTasks(config.env, 'train', 2, 11),
-    groupSize: 2,
-    maxEnvSteps: 3,
-    temperature: 1,
-    prompt: config.prompt,
-    seed: 5,
-  })
+  const rolled = await rollout(policy, microRolloutInput(config, 5))
   const annotated = await annotateWithOracle(config.env, policy.codec, config.model.maxPositions, {
     trajectories: rolled.trajectories,
     prompt: config.prompt,

@@ -4,8 +4,7 @@
 // alone: `node --import tsx bench/learning-report.ts [bench/results/learning.json]`.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import * as vega from 'vega'
-import * as vl from 'vega-lite'
+import { vegaLiteSvg } from '../report/vega-svg.ts'
 
 export interface LearningEntry {
   /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
@@ -271,8 +270,7 @@ export async function learningPlot(results: LearningResults): Promise<string> {
       ],
     },
   }
-  const view = new vega.View(vega.parse(vl.compile(spec as vl.TopLevelSpec).spec), { renderer: 'none' })
-  return view.toSVG()
+  return vegaLiteSvg(spec)
 }
 
 /** Writes learning.md and learning.svg beside the results file. */

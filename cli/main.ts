@@ -296,7 +296,7 @@ program
   )
   .action(envServeCommand)
 
-registerStoreCommands(program) // audit, export
+registerStoreCommands(program) // audit, export, export-dumps, report, ui
 
 program
   .command('up')

@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join, relative } from 'node:path'
+import { ensureChromium } from '../infra/chromium.ts'
 import { ensureLlamaServer } from '../infra/llama-server.ts'
 import { ensureModels } from '../infra/models.ts'
 import { reapStale } from '../infra/processes.ts'
@@ -105,6 +106,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
   const tools = ensureTools()
   const model = ensureModels()
   const llamaPython = ensureLlamaServer()
+  const chromium = ensureChromium()
   const testState = join(PROJECT_ROOT, '.seedflow', 'test')
   await mkdir(testState, { recursive: true })
   for (const dir of await readdir(testState)) {
@@ -139,6 +141,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.stateDir]: stateDir,
     [TEST_ENV.model]: model,
     [TEST_ENV.llamaPython]: llamaPython,
+    [TEST_ENV.chromium]: chromium,
     [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid},${process.pid}`, // this process runs the S3 write gate
   }
 }

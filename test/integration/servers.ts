@@ -14,6 +14,8 @@ export const TEST_ENV = {
   model: 'SEEDFLOW_TEST_MODEL',
   /** The python of llama.cpp's server venv (infra/install-llama-server.sh). */
   llamaPython: 'SEEDFLOW_TEST_LLAMA_PYTHON',
+  /** A Chromium binary for the browser tests (infra/install-chromium.sh). */
+  chromium: 'SEEDFLOW_TEST_CHROMIUM',
 } as const
 
 function required(name: string): string {

@@ -1,0 +1,57 @@
+// `seedflow report <run> [<run> …]`: the HTML report of one run, or several side by side, from the store the
+// runs used (the local folder by default, S3 through SEEDFLOW_S3_* as the other commands), with Temporal's state
+// of each run when a server answers. Writes index.html and the skill pages into --out and prints where.
+import { spawn } from 'node:child_process'
+import { resolve } from 'node:path'
+import { UnknownRunError } from '../activities/audit.ts'
+import { localPaths } from '../infra/local-stack.ts'
+import { writeReport } from '../report/write-report.ts'
+import { storeFromEnv } from '../store/from-env.ts'
+import { assertValidRunId, InvalidRunIdError } from '../store/keys.ts'
+import { temporalView } from './report-temporal.ts'
+import { RunInputError } from './run-checkpoint.ts'
+
+export interface ReportOptions {
+  out?: string
+  open?: boolean
+  trajectories: number
+  iterations?: number[]
+}
+
+export async function reportCommand(runIds: string[], options: ReportOptions): Promise<void> {
+  try {
+    for (const id of runIds) assertValidRunId(id)
+  } catch (error) {
+    if (error instanceof InvalidRunIdError) throw new RunInputError(error.message)
+    throw error
+  }
+  const store = storeFromEnv(localPaths().artifacts)
+  const out = resolve(options.out ?? `report-${runIds.join('+').slice(0, 100)}`)
+  const temporal = await temporalView(runIds)
+  if (temporal.note) process.stdout.write(`seedflow: ${temporal.note}\n`)
+  let written: { index: string; pages: string[] }
+  try {
+    written = await writeReport(store, runIds, out, {
+      trajectories: options.trajectories,
+      ...(options.iterations ? { iterations: options.iterations } : {}),
+      workflowStatus: temporal.status,
+      ...(temporal.link ? { temporalLink: temporal.link } : {}),
+      onProgress: (m) => process.stdout.write(`  ${m}\n`),
+    })
+  } catch (error) {
+    if (error instanceof UnknownRunError) throw new RunInputError(error.message)
+    throw error
+  }
+  process.stdout.write(
+    `seedflow: report of ${runIds.join(', ')} in ${written.index} (${written.pages.length} skill pages)\n`,
+  )
+  if (options.open) openInBrowser(written.index)
+}
+
+/** Hands the page to the desktop's browser (xdg-open / open); says so when there is none. */
+function openInBrowser(path: string): void {
+  const opener = process.platform === 'darwin' ? 'open' : 'xdg-open'
+  const child = spawn(opener, [path], { stdio: 'ignore', detached: true })
+  child.on('error', () => process.stdout.write(`seedflow: no ${opener} here; open ${path} in a browser\n`))
+  child.unref()
+}

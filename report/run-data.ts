@@ -1,0 +1,181 @@
+// What the run report shows of one run, read from the store alone (no Temporal): the run record and plan, every
+// complete iteration's metrics, every evaluation (a fork's start evaluations from the run it forked), the
+// hyperparameter changes and where the time went. Works for a finished, running or failed run: what is not
+// written yet is simply absent, and the latest attempt of each artifact is the one read.
+import { UnknownRunError } from '../activities/audit.ts'
+import type { RunPlan } from '../activities/contracts.ts'
+import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../activities/hyperparameters.ts'
+import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
+import type { RunRecord } from '../activities/record-run.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { getJson } from '../store/json.ts'
+import { keys } from '../store/keys.ts'
+import type { Manifest } from '../store/manifest.ts'
+import { listRun, type RunListing } from './run-listing.ts'
+
+export interface IterationData {
+  iteration: number
+  /** When the iteration's manifest was written (its end). */
+  finishedAt: string
+  metrics: IterationMetricsRecord['metrics']
+  /** Σ new tokens / Σ seconds of the rollout shards (sampling throughput); null without both. */
+  rolloutTokensPerSecond: number | null
+  /** Its rollouts, skills and rescore files are all still stored (retention has not pruned them): the skill page can show it. */
+  inspectable: boolean
+}
+
+export interface EvaluationData {
+  label: string
+  /** `base`, `stage1` or `iteration`. */
+  kind: string
+  /** The iteration whose checkpoint was evaluated; −1 before Stage 2. */
+  iteration: number
+  split: string
+  success: number
+  standardError: number
+  macroSuccess: number | null
+  tasks: number
+  perFamily: Record<string, { tasks: number; successRate: number }>
+  checkpointSha256: string | null
+  seconds: number
+  /** The run this evaluation was read from, when it is not the reported run (a fork's start). */
+  from?: string
+}
+
+export interface RunData {
+  runId: string
+  record: RunRecord
+  plan: RunPlan | null
+  iterations: IterationData[]
+  evaluations: EvaluationData[]
+  hyperparameters: RecordedHyperparameterChange[]
+  /** Compute seconds of the run-level phases before Stage 2 (warmstart, sft, import, annotate, fork). */
+  stageSeconds: Record<string, number>
+  /** The newest `createdAt` of what was read: when the run last wrote something the report shows. */
+  lastWrite: string
+  /** Complete iterations of the planned ones, and whether the last evaluation the plan asks for is there. */
+  progress: { complete: number; planned: number | null; finished: boolean }
+}
+
+const STAGE_PHASES = ['warmstart', 'import', 'annotate', 'sft', 'fork'] as const
+
+/** Reads everything the report shows of `runId`; UnknownRunError when the store has no such run. */
+export async function readRunData(store: ArtifactStore, runId: string): Promise<RunData> {
+  const listing = await listRun(store, runId)
+  if (!listing.has(keys.runRecord(runId))) {
+    throw new UnknownRunError(`unknown run ${runId}: no ${keys.runRecord(runId)} in ${store.location}`)
+  }
+  const record = (await getJson(store, keys.runRecord(runId))) as RunRecord
+  const plan = listing.has(keys.runPlan(runId)) ? ((await getJson(store, keys.runPlan(runId))) as RunPlan) : null
+  let lastWrite = record.createdAt
+  const seen = (at: string | undefined) => {
+    if (at && at > lastWrite) lastWrite = at
+  }
+
+  const iterations: IterationData[] = []
+  for (const k of listing.iterations()) {
+    const manifestKey = listing.latest((a) => keys.iterationManifest(runId, k, a))
+    const metricsKey = listing.latest((a) => keys.metrics(runId, k, a))
+    if (!manifestKey || !metricsKey) continue // running, or failed inside the iteration
+    const manifest = (await getJson(store, manifestKey)) as Manifest
+    const metrics = (await getJson(store, metricsKey)) as IterationMetricsRecord
+    seen(manifest.createdAt)
+    iterations.push({
+      iteration: k,
+      finishedAt: manifest.createdAt,
+      metrics: metrics.metrics,
+      rolloutTokensPerSecond: throughput(metrics),
+      inspectable: inspectable(manifest, listing),
+    })
+  }
+
+  const evaluations = await readEvaluations(store, listing)
+  if (plan?.fork) {
+    const parent = await listRun(store, plan.fork.runId)
+    const start = (await readEvaluations(store, parent)).filter(
+      (e) => e.kind === 'base' || (plan.fork?.at === 'stage1' && e.kind === 'stage1'),
+    )
+    evaluations.unshift(...start.map((e) => ({ ...e, from: plan.fork?.runId as string })))
+  }
+
+  const stageSeconds: Record<string, number> = {}
+  for (const phase of STAGE_PHASES) {
+    for (const key of listing.stageManifests(phase)) {
+      const m = (await getJson(store, key)) as { stats?: Record<string, number>; createdAt?: string }
+      seen(m.createdAt)
+      const seconds = m.stats?.seconds
+      if (typeof seconds === 'number') stageSeconds[phase] = (stageSeconds[phase] ?? 0) + seconds
+    }
+  }
+
+  const planned = plan?.iterations ?? null
+  const lastIteration = planned === null ? undefined : planned - 1
+  const finished =
+    planned !== null &&
+    iterations.length === planned &&
+    (planned === 0 || evaluations.some((e) => e.kind === 'iteration' && e.iteration === lastIteration))
+  return {
+    runId,
+    record,
+    plan,
+    iterations,
+    evaluations,
+    hyperparameters: await readHyperparameterChanges(store, runId),
+    stageSeconds,
+    lastWrite,
+    progress: { complete: iterations.length, planned, finished },
+  }
+}
+
+const INSPECTED = /\/iterations\/\d{4}\/(rollouts|rescore)\//
+
+/** Every rollout and rescore file the iteration's manifest lists is still in the store. */
+function inspectable(manifest: Manifest, listing: RunListing): boolean {
+  const wanted = Object.keys(manifest.artifacts).filter((key) => INSPECTED.test(key))
+  return wanted.length > 0 && wanted.every((key) => listing.has(key))
+}
+
+function throughput(record: IterationMetricsRecord): number | null {
+  const shards = record.phases.rollout ?? []
+  const tokens = shards.reduce((a, s) => a + (s.stats.newTokens ?? 0), 0)
+  const seconds = shards.reduce((a, s) => a + (s.stats.seconds ?? 0), 0)
+  return tokens > 0 && seconds > 0 ? tokens / seconds : null
+}
+
+interface StoredEvaluation {
+  label: string
+  target?: { kind: string; iteration?: number }
+  iteration: number
+  split: string
+  successRate: number
+  standardError: number
+  macroSuccessRate?: number
+  tasks: number
+  perFamily?: Record<string, { tasks: number; successRate: number }>
+  checkpoint?: { sha256?: string }
+  seconds?: number
+}
+
+/** The latest attempt of every evaluation of the run, start evaluations first, then by iteration. */
+async function readEvaluations(store: ArtifactStore, listing: RunListing): Promise<EvaluationData[]> {
+  const out: EvaluationData[] = []
+  for (const key of listing.evaluations()) {
+    const e = (await getJson(store, key)) as StoredEvaluation
+    const kind = e.target?.kind ?? (e.iteration >= 0 ? 'iteration' : e.label.startsWith('stage1') ? 'stage1' : 'base')
+    out.push({
+      label: e.label,
+      kind,
+      iteration: e.iteration,
+      split: e.split,
+      success: e.successRate,
+      standardError: e.standardError,
+      macroSuccess: e.macroSuccessRate ?? null,
+      tasks: e.tasks,
+      perFamily: e.perFamily ?? {},
+      checkpointSha256: e.checkpoint?.sha256 ?? null,
+      seconds: e.seconds ?? 0,
+    })
+  }
+  const order = (e: EvaluationData) => (e.kind === 'base' ? -2 : e.kind === 'stage1' ? -1 : e.iteration)
+  return out.sort((a, b) => order(a) - order(b) || a.split.localeCompare(b.split))
+}

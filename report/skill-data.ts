@@ -1,0 +1,189 @@
+// What the skill inspection page shows of one iteration, read from the files its manifest lists: the rollouts
+// (trajectories), the analyzer's records (raw answer, parse status, skill) and the rescore samples (teacher and
+// student log-probs per response token), joined by trajectory and step, with the tokens as text through the
+// run's own tokenizer. The gate is σ(β·(teacher − student)) with the student at π_old (the update recomputes it
+// with the live weights, which start equal), β the iteration's opdBeta.
+import type { RunPlan, Snapshot } from '../activities/contracts.ts'
+import type { SkillRecord } from '../activities/core/analyze.ts'
+import type { ScoredSample } from '../activities/core/rescore.ts'
+import type { RolloutTrajectory } from '../activities/core/rollout.ts'
+import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
+import { decodeJsonlGz } from '../activities/jsonl.ts'
+import type { RunRecord } from '../activities/record-run.ts'
+import { decodeRescore } from '../activities/rescore-format.ts'
+import { parseSkillLines } from '../activities/skill-library.ts'
+import { TextTokenizer } from '../policy/tokenizer.ts'
+import { ChoiceText } from '../serve/choice-text.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { getJson } from '../store/json.ts'
+import { keys } from '../store/keys.ts'
+import type { Manifest } from '../store/manifest.ts'
+import { listRun } from './run-listing.ts'
+
+export class NotInspectableError extends Error {
+  override name = 'NotInspectableError'
+}
+
+export interface TokenView {
+  id: number
+  /** The text this token completed ('' inside a multi-byte character, which shows on its last token). */
+  text: string
+  /** teacher − student log-prob; null without a teacher signal for the sample. */
+  shift: number | null
+  gate: number | null
+}
+
+export interface StepView {
+  step: number
+  action: string | null
+  valid: boolean
+  expertAction: string
+  reward: number
+  actingPrompt: string
+  tokens: TokenView[]
+  /** The teacher prompt (skill-augmented) as the model saw it, decoded; null without a teacher signal. */
+  teacherPrompt: string | null
+}
+
+export interface TrajectoryView {
+  id: number
+  group: number
+  task: string
+  won: boolean
+  totalReward: number
+  skill: SkillRecord | null
+  steps: StepView[]
+  /** The largest |shift| over its tokens (0 without a teacher signal): the page sorts by it. */
+  maxShift: number
+}
+
+export interface IterationSkills {
+  runId: string
+  iteration: number
+  beta: number
+  trajectories: TrajectoryView[]
+  /** Trajectories in the iteration (the page shows `trajectories`, a sample of them when there are more). */
+  total: number
+  /** Set when no tokenizer was found: tokens show as ids. */
+  tokenizerNote?: string
+}
+
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x))
+
+async function tokenizerFor(store: ArtifactStore, runId: string, snapshot: Snapshot | null, plan: RunPlan | null) {
+  const prefixes = [
+    snapshot?.acting.prefix,
+    `runs/${runId}/sft/checkpoint/`,
+    `runs/${runId}/base/checkpoint/`,
+    plan?.fork ? `runs/${plan.fork.runId}/base/checkpoint/` : undefined,
+  ].filter((p): p is string => p !== undefined)
+  for (const prefix of prefixes) {
+    if (!(await store.head(`${prefix}tokenizer.json`))) continue
+    const json = (await getJson(store, `${prefix}tokenizer.json`)) as object
+    const config = (await store.head(`${prefix}tokenizer_config.json`))
+      ? ((await getJson(store, `${prefix}tokenizer_config.json`)) as object)
+      : {}
+    return new TextTokenizer(json, config)
+  }
+  return null
+}
+
+/** The pieces of text each token adds, decoded incrementally (serve's ChoiceText, no stop strings). */
+function pieces(tokenizer: TextTokenizer | null, ids: readonly number[]): string[] {
+  if (!tokenizer) return ids.map((id) => `⟨${id}⟩`)
+  const text = new ChoiceText((x) => tokenizer.decode(x))
+  const out = ids.map((id) => text.push(id))
+  const rest = text.flush()
+  if (rest && out.length > 0) out[out.length - 1] += rest
+  return out
+}
+
+/** Evenly spaced trajectories, at most `limit` of them, in id order. */
+function sample<T>(items: readonly T[], limit: number): T[] {
+  if (items.length <= limit) return [...items]
+  return Array.from({ length: limit }, (_, i) => items[Math.floor((i * items.length) / limit)] as T)
+}
+
+export async function readIterationSkills(
+  store: ArtifactStore,
+  runId: string,
+  iteration: number,
+  options: { limit: number },
+): Promise<IterationSkills> {
+  const listing = await listRun(store, runId)
+  const manifestKey = listing.latest((a) => keys.iterationManifest(runId, iteration, a))
+  if (!manifestKey) throw new NotInspectableError(`run ${runId} has no complete iteration ${iteration}`)
+  const manifest = (await getJson(store, manifestKey)) as Manifest
+  const listed = Object.keys(manifest.artifacts).sort()
+  /** The iteration's files in one output folder (`rollouts/0000.jsonl.gz`, …; not the phase manifests). */
+  const files = (folder: string, ext: string) => listed.filter((k) => k.split('/').at(-2) === folder && k.endsWith(ext))
+  const missing = [...files('rollouts', '.jsonl.gz'), ...files('rescore', '.bin')].find((k) => !listing.has(k))
+  if (missing) throw new NotInspectableError(`iteration ${iteration} of ${runId}: ${missing} was pruned by retention`)
+
+  const trajectories: RolloutTrajectory[] = []
+  for (const key of files('rollouts', '.jsonl.gz'))
+    trajectories.push(...(decodeJsonlGz(await store.get(key), key) as RolloutTrajectory[]))
+  const skills = new Map<number, SkillRecord>()
+  for (const key of files('skills', '.jsonl'))
+    for (const s of parseSkillLines((await store.get(key)).toString('utf8'), key)) skills.set(s.trajectory, s)
+  const scored = new Map<string, ScoredSample>()
+  for (const key of files('rescore', '.bin')) {
+    for (const s of decodeRescore(await store.get(key), key)) scored.set(`${s.trajectory}/${s.step}`, s)
+  }
+
+  const record = (await getJson(store, keys.runRecord(runId))) as RunRecord
+  const metricsKey = listing.latest((a) => keys.metrics(runId, iteration, a))
+  const configSha = metricsKey ? ((await getJson(store, metricsKey)) as IterationMetricsRecord).configSha256 : null
+  const effective =
+    configSha && listing.has(keys.effectiveConfig(runId, configSha))
+      ? ((await getJson(store, keys.effectiveConfig(runId, configSha))) as Record<string, unknown>)
+      : record.config
+  const beta = Number((effective.stage2 as { opdBeta?: number } | undefined)?.opdBeta ?? 1)
+  const snapshotKey = listed.find((k) => /\/snapshot(\.attempt-\d+)?\.json$/.test(k))
+  const snapshot = snapshotKey ? ((await getJson(store, snapshotKey)) as Snapshot) : null
+  const plan = listing.has(keys.runPlan(runId)) ? ((await getJson(store, keys.runPlan(runId))) as RunPlan) : null
+  const tokenizer = await tokenizerFor(store, runId, snapshot, plan)
+
+  trajectories.sort((a, b) => a.id - b.id)
+  const views = sample(trajectories, options.limit).map((t): TrajectoryView => {
+    let maxShift = 0
+    const steps = t.steps.map((step, i): StepView => {
+      const s = scored.get(`${t.id}/${i}`)
+      const ids = s?.responseIds ?? step.responseIds
+      const text = pieces(tokenizer, ids)
+      const tokens = ids.map((id, j): TokenView => {
+        const shift = s?.teacher ? (s.teacher[j] as number) - (s.old[j] as number) : null
+        if (shift !== null) maxShift = Math.max(maxShift, Math.abs(shift))
+        return { id, text: text[j] ?? '', shift, gate: shift === null ? null : sigmoid(beta * shift) }
+      })
+      return {
+        step: i,
+        action: step.action,
+        valid: step.valid,
+        expertAction: step.expertAction,
+        reward: step.reward,
+        actingPrompt: step.actingPrompt,
+        tokens,
+        teacherPrompt: s?.teacherPromptIds && tokenizer ? tokenizer.decode(s.teacherPromptIds) : null,
+      }
+    })
+    return {
+      id: t.id,
+      group: t.group,
+      task: JSON.stringify(t.task),
+      won: t.won,
+      totalReward: t.totalReward,
+      skill: skills.get(t.id) ?? null,
+      steps,
+      maxShift,
+    }
+  })
+  return {
+    runId,
+    iteration,
+    beta,
+    trajectories: views,
+    total: trajectories.length,
+    ...(tokenizer ? {} : { tokenizerNote: 'no tokenizer.json is stored for this run: tokens show as ids' }),
+  }
+}

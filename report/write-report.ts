@@ -1,0 +1,58 @@
+// `seedflow report`'s output folder: index.html (the run report, one run or several side by side) and one skill
+// inspection page per inspectable iteration, `<run>/iteration-<kkkk>.html`, all self-contained files that open
+// offline. Pages are written as they are made, with progress, so a long run's report shows how far it got.
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { ArtifactStore } from '../store/artifact-store.ts'
+import { readRunData } from './run-data.ts'
+import { runPage } from './run-page.ts'
+import { readIterationSkills } from './skill-data.ts'
+import { skillPage } from './skill-page.ts'
+
+export interface WriteReportOptions {
+  /** Trajectories per skill page (evenly spaced beyond it). */
+  trajectories: number
+  /** Only these iterations get a skill page (default: every inspectable one). */
+  iterations?: readonly number[]
+  /** Temporal's state of each run and its Web UI page, where known. */
+  workflowStatus?: ReadonlyMap<string, string>
+  temporalLink?: (runId: string) => string
+  onProgress?: (message: string) => void
+}
+
+const skillFile = (runId: string, k: number) => `${runId}/iteration-${String(k).padStart(4, '0')}.html`
+
+export async function writeReport(
+  store: ArtifactStore,
+  runIds: readonly string[],
+  outDir: string,
+  options: WriteReportOptions,
+): Promise<{ index: string; pages: string[] }> {
+  const runs = []
+  for (const runId of runIds) runs.push(await readRunData(store, runId))
+  const pages: string[] = []
+  await mkdir(outDir, { recursive: true })
+  for (const run of runs) {
+    const wanted = run.iterations.filter(
+      (it) => it.inspectable && (!options.iterations || options.iterations.includes(it.iteration)),
+    )
+    if (wanted.length > 0) await mkdir(join(outDir, run.runId), { recursive: true })
+    for (const it of wanted) {
+      const data = await readIterationSkills(store, run.runId, it.iteration, { limit: options.trajectories })
+      const path = join(outDir, skillFile(run.runId, it.iteration))
+      await writeFile(path, skillPage(data, { report: '../index.html' }))
+      pages.push(path)
+      options.onProgress?.(`skill page of ${run.runId} iteration ${it.iteration}: ${path}`)
+    }
+  }
+  const index = join(outDir, 'index.html')
+  const html = await runPage(runs, {
+    links: {
+      skills: (runId, k) => (!options.iterations || options.iterations.includes(k) ? skillFile(runId, k) : `#skills`),
+      ...(options.temporalLink ? { temporal: options.temporalLink } : {}),
+    },
+    ...(options.workflowStatus ? { workflowStatus: options.workflowStatus } : {}),
+  })
+  await writeFile(index, html)
+  return { index, pages }
+}

@@ -18,6 +18,8 @@ export interface IterationData {
   /** When the iteration's manifest was written (its end). */
   finishedAt: string
   metrics: IterationMetricsRecord['metrics']
+  /** The configuration the iteration ran under (the run's, or the effective one after hyperparameter changes). */
+  configSha256: string
   /** Σ new tokens / Σ seconds of the rollout shards (sampling throughput); null without both. */
   rolloutTokensPerSecond: number | null
   /** Its rollouts, skills and rescore files are all still stored (retention has not pruned them): the skill page can show it. */
@@ -84,6 +86,7 @@ export async function readRunData(store: ArtifactStore, runId: string): Promise<
       iteration: k,
       finishedAt: manifest.createdAt,
       metrics: metrics.metrics,
+      configSha256: metrics.configSha256,
       rolloutTokensPerSecond: throughput(metrics),
       inspectable: inspectable(manifest, listing),
     })

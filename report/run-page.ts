@@ -89,16 +89,23 @@ ${rows}
 </table>`
 }
 
+/** The first iteration that ran under the configuration a change made (null: none yet). */
+function tookEffect(run: RunData, configSha256: string | undefined): number | null {
+  return run.iterations.find((it) => configSha256 !== undefined && it.configSha256 === configSha256)?.iteration ?? null
+}
+
 function hyperparameterSection(runs: readonly RunData[]): Markup {
-  const changes = runs.flatMap((run) => run.hyperparameters.map((h) => ({ run: run.runId, h })))
+  const changes = runs.flatMap((run) => run.hyperparameters.map((h) => ({ run, h })))
   if (changes.length === 0) return html`<p class="muted">No hyperparameter changes.</p>`
   return html`<table>
-<tr><th>run</th><th>#</th><th>from</th><th>takes effect</th><th>changes</th><th>config after</th></tr>
-${changes.map(
-  ({ run, h }) => html`<tr><td>${run}</td><td class="num">${h.seq}</td><td>${h.source}</td>
-<td>${h.phase === 'iteration' ? `during iteration ${h.iteration}` : `in ${h.phase} of iteration ${h.iteration}`}</td>
-<td class="mono">${JSON.stringify(h.overrides)}</td><td class="mono">${(h.configSha256 ?? '').slice(0, 12)}</td></tr>`,
-)}
+<tr><th>run</th><th>#</th><th>from</th><th>accepted</th><th>changes</th><th>took effect</th><th>config after</th></tr>
+${changes.map(({ run, h }) => {
+  const from = tookEffect(run, h.configSha256)
+  return html`<tr><td>${run.runId}</td><td class="num">${h.seq}</td><td>${h.source}</td>
+<td>${h.phase === 'iteration' ? `during iteration ${h.iteration}` : `in ${h.phase} of iteration ${h.iteration}`}, ${h.at}</td>
+<td class="mono">${JSON.stringify(h.overrides)}</td><td>${from === null ? 'no iteration under it yet' : `iteration ${from}`}</td>
+<td class="mono">${(h.configSha256 ?? '').slice(0, 12)}</td></tr>`
+})}
 </table>`
 }
 

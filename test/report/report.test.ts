@@ -126,6 +126,48 @@ describe('the run report of a micro run (folder store, real pipeline activities)
     assert.match(page, /href="report-run\/iteration-1\.html"/)
   })
 
+  it('tables per-family success with micro and macro rows where the environment has families', async () => {
+    const run = await readRunData(store, RUN)
+    const families = {
+      pick: { tasks: 3, successRate: 2 / 3 },
+      clean: { tasks: 1, successRate: 0 },
+    }
+    const evaluations = run.evaluations.map((e) => ({ ...e, perFamily: families, success: 0.5, macroSuccess: 1 / 3 }))
+    const page = await runPage([{ ...run, evaluations }], { links })
+    const table = page.slice(page.indexOf('<th>family</th>'), page.indexOf('</table>', page.indexOf('<th>family</th>')))
+    assert.match(table, /<tr><td>clean<\/td>(<td class="num">0\.0% \(1\)<\/td>){4}<\/tr>/)
+    assert.match(table, /<tr><td>pick<\/td>(<td class="num">66\.7% \(3\)<\/td>){4}<\/tr>/)
+    assert.match(table, /<tr><th>macro<\/th>(<th class="num">33\.3%<\/th>){4}<\/tr>/)
+    assert.match(table, /<tr><th>micro<\/th>(<th class="num">50\.0% \(4\)<\/th>){4}<\/tr>/)
+    assert.match(await runPage([run], { links }), /One task family: micro and macro averages agree/)
+  })
+
+  it('lists hyperparameter changes with the iteration that first ran under them', async () => {
+    const run = await readRunData(store, RUN)
+    const change = (seq: number, configSha256: string) => ({
+      seq,
+      source: 'setHyperparameters' as const,
+      iteration: 0,
+      phase: 'update',
+      overrides: { stage2: { lr: 1e-4 * (seq + 1) } },
+      cumulative: {},
+      at: '2026-12-02T00:00:00.000Z',
+      configSha256,
+      runId: RUN,
+      previousConfigSha256: run.record.configSha256,
+    })
+    const iterations = run.iterations.map((it) => ({
+      ...it,
+      configSha256: it.iteration === 1 ? 'b'.repeat(64) : it.configSha256,
+    }))
+    const page = await runPage(
+      [{ ...run, iterations, hyperparameters: [change(0, 'b'.repeat(64)), change(1, 'c'.repeat(64))] }],
+      { links },
+    )
+    assert.match(page, /\{&quot;stage2&quot;:\{&quot;lr&quot;:0\.0001\}\}<\/td><td>iteration 1<\/td>/)
+    assert.match(page, /\{&quot;stage2&quot;:\{&quot;lr&quot;:0\.0002\}\}<\/td><td>no iteration under it yet<\/td>/)
+  })
+
   it("shows the skill page's trajectories with coloured tokens, and model text only as text", async () => {
     const key = keys.skills(RUN, 0, 0)
     const records = parseSkillLines((await store.get(key)).toString('utf8'), key)

@@ -195,4 +195,5 @@ function printSummary(
   if (checkpoint) say(`final checkpoint: ${checkpoint.prefix} (model sha256 ${checkpoint.sha256.slice(0, 12)}…)`)
   if (store instanceof FsArtifactStore) say(`artifacts: ${store.root}/runs/${runId}/`)
   if (ui) say(`Web UI: ${ui}/workflows/${encodeURIComponent(runId)}`)
+  say(`curves, losses and the skills it wrote: npx seedflow report ${runId} --open  (or: npx seedflow ui)`)
 }

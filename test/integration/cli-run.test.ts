@@ -1,8 +1,8 @@
 // `seedflow run <config>` as a user runs it, against the test's Temporal server (TEMPORAL_ADDRESS) with a
-// folder store: a micro seedRun shows its progress and ends with the table of held-out success; a bad file is
-// rejected with every bad field before anything starts.
+// folder store: a micro seedRun shows its progress and ends with the table of held-out success (and `seedflow
+// report` of it works); a bad file is rejected with every bad field before anything starts.
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -48,6 +48,15 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     for (const label of ['warm-start', 'stage 1', 'iteration 1 \\(final\\)'])
       assert.match(table, new RegExp(`\\n  ${label} +\\d+\\.\\d% ± \\d+\\.\\d% \\(4 tasks\\)`))
     assert.match(r.out, new RegExp(`artifacts: .*/runs/${runId}/`))
+    assert.match(r.out, new RegExp(`npx seedflow report ${runId} --open`))
+    // and the report it points at: Temporal's state of the run, a skill page per iteration
+    const report = await seedflow(['report', runId, '--out', join(dir, 'report')], env)
+    assert.equal(report.code, 0, `exit ${report.code}\n${report.out}\n${report.err}`)
+    assert.match(report.out, new RegExp(`report of ${runId} in .*/report/index\\.html \\(2 skill pages\\)`))
+    assert.match(readFileSync(join(dir, 'report', 'index.html'), 'utf8'), /completed · finished \(2 of 2 iterations/)
+    const unknown = await seedflow(['report', 'no-such-run', '--out', join(dir, 'nothing')], env)
+    assert.equal(unknown.code, 1)
+    assert.match(unknown.err, /unknown run no-such-run: no runs\/no-such-run\/run\.json in /)
     // the table follows the workflow's close at once (no status query left waiting for a worker that has gone)
     const closed = (await client().workflow.getHandle(runId).describe()).closeTime
     const tableLine = r.lines.find((l) => l.text.startsWith(`held-out success of run ${runId}:`))

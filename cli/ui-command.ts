@@ -5,6 +5,7 @@ import { localPaths } from '../infra/local-stack.ts'
 import { startUiServer } from '../report/ui-server.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { temporalView } from './report-temporal.ts'
+import { CliError } from './run-client.ts'
 
 export interface UiCommandOptions {
   host: string
@@ -23,6 +24,12 @@ export async function uiCommand(options: UiCommandOptions): Promise<void> {
     refreshSeconds: options.refresh,
     temporal: temporalView,
     log: (line) => process.stderr.write(`${line}\n`),
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'EADDRINUSE')
+      throw new CliError(
+        `port ${options.port} is in use on ${options.host}: choose another with --port (0: any free one)`,
+      )
+    throw error
   })
   process.stdout.write(`seedflow ui: ${ui.url} (runs in ${store.location}); Ctrl-C stops it\n`)
   await new Promise<void>((resolve) => {

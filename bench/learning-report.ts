@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
+import { diagnosticsSection, readLegDiagnostics } from './learning-diagnostics.ts'
 
 export interface LearningEntry {
   /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
@@ -273,10 +274,18 @@ export async function learningPlot(results: LearningResults): Promise<string> {
   return vegaLiteSvg(spec)
 }
 
-/** Writes learning.md and learning.svg beside the results file. */
+/**
+ * Writes learning.md (with the legs' diagnostics from `<stem>-runs/`, where that folder exists) and learning.svg
+ * beside the results file.
+ */
 export async function writeLearningReport(resultsPath: string, results: LearningResults): Promise<void> {
   const stem = resultsPath.replace(/\.json$/, '')
-  writeFileSync(`${stem}.md`, learningTable(results))
+  const legs = Object.entries(results).flatMap(([env, rows]) =>
+    Object.entries(rows).flatMap(([row, seeds]) =>
+      Object.keys(seeds).map((seed): [string, string, string] => [env, row, seed]),
+    ),
+  )
+  writeFileSync(`${stem}.md`, learningTable(results) + diagnosticsSection(readLegDiagnostics(`${stem}-runs`, legs)))
   writeFileSync(`${stem}.svg`, await learningPlot(results))
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { diagnosticsSection, legDiagnostics } from '../../bench/learning-diagnostics.ts'
 import {
   comparisons,
   curvePoints,
@@ -147,5 +148,47 @@ describe('learning report', () => {
         [12, 35],
       ],
     )
+  })
+})
+
+describe('learning diagnostics per leg', () => {
+  const it4 = (parse: number | null, expert: number, other: number, gate: number, opd: number, pg: number) => ({
+    metrics: {
+      'analyze/parse_rate': parse,
+      'rescore/teacher_gap_expert': expert,
+      'rescore/teacher_gap_other': other,
+      'update/opd_gate_mean': gate,
+      'update/opd_loss': opd,
+      'update/pg_loss': pg,
+    },
+  })
+
+  it('sums up parse rate by thirds, expert-gap wins, gate range and the OPD term beside L_pg (hand-computed)', () => {
+    const leg = {
+      config: { stage2: { opdCoef: 0.1 } },
+      iterations: [
+        it4(0.9, -1, -2, 0.4, 0.02, -0.2),
+        it4(0.6, -1, -0.5, 0.45, 0.01, 0.1),
+        null,
+        it4(0.3, -0.2, -0.4, 0.5, 0.03, -0.3),
+      ],
+    }
+    const d = legDiagnostics('sokoban', 'seed', '1', leg)
+    assert.equal(d.iterations, 3)
+    assert.equal(d.parseFirst, 0.9)
+    assert.equal(d.parseLast, 0.3)
+    assert.deepEqual([d.expertAbove, d.withGaps], [2, 3])
+    assert.deepEqual([d.gateMin, d.gateMax], [0.4, 0.5])
+    assert.ok(Math.abs((d.opdShare ?? 0) - 0.01) < 1e-12) // 0.01, 0.01, 0.01
+    const md = diagnosticsSection([d])
+    assert.match(md, /\| sokoban \| seed \| 1 \| 3 \| 0\.90 → 0\.30 \| 2 of 3 \| 0\.400–0\.500 \| 1\.0e-2 \|/)
+    assert.equal(diagnosticsSection([]), '')
+  })
+
+  it('leaves out what a row does not record (no analyzer, no teacher)', () => {
+    const d = legDiagnostics('sokoban', 'grpo', '1', {
+      iterations: [{ metrics: { 'update/pg_loss': -0.1 } }],
+    })
+    assert.deepEqual([d.parseFirst, d.withGaps, d.gateMin, d.opdShare], [null, 0, null, null])
   })
 })

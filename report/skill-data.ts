@@ -7,16 +7,17 @@ import type { RunPlan, Snapshot } from '../activities/contracts.ts'
 import type { SkillRecord } from '../activities/core/analyze.ts'
 import type { ScoredSample } from '../activities/core/rescore.ts'
 import type { RolloutTrajectory } from '../activities/core/rollout.ts'
+import { runConfigOf } from '../activities/hyperparameters.ts'
 import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
 import { decodeJsonlGz } from '../activities/jsonl.ts'
-import type { RunRecord } from '../activities/record-run.ts'
 import { decodeRescore } from '../activities/rescore-format.ts'
 import { parseSkillLines } from '../activities/skill-library.ts'
 import { TextTokenizer } from '../policy/tokenizer.ts'
+import { runConfig } from '../seed/config.ts'
 import { ChoiceText } from '../serve/choice-text.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
-import { keys } from '../store/keys.ts'
+import { type CheckpointFile, keys } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
 import { listRun } from './run-listing.ts'
 
@@ -70,18 +71,19 @@ export interface IterationSkills {
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x))
 
+/** The first stored tokenizer among the checkpoints that share it: the acting one, the run's Stage 1 and base, a fork's parent's base. */
 async function tokenizerFor(store: ArtifactStore, runId: string, snapshot: Snapshot | null, plan: RunPlan | null) {
-  const prefixes = [
-    snapshot?.acting.prefix,
-    `runs/${runId}/sft/checkpoint/`,
-    `runs/${runId}/base/checkpoint/`,
-    plan?.fork ? `runs/${plan.fork.runId}/base/checkpoint/` : undefined,
-  ].filter((p): p is string => p !== undefined)
-  for (const prefix of prefixes) {
-    if (!(await store.head(`${prefix}tokenizer.json`))) continue
-    const json = (await getJson(store, `${prefix}tokenizer.json`)) as object
-    const config = (await store.head(`${prefix}tokenizer_config.json`))
-      ? ((await getJson(store, `${prefix}tokenizer_config.json`)) as object)
+  const folders: Array<(file: CheckpointFile) => string> = [
+    ...(snapshot ? [(file: CheckpointFile) => `${snapshot.acting.prefix}${file}`] : []),
+    (file) => keys.sftCheckpoint(runId, file),
+    (file) => keys.baseCheckpoint(runId, file),
+    ...(plan?.fork ? [(file: CheckpointFile) => keys.baseCheckpoint(plan.fork?.runId as string, file)] : []),
+  ]
+  for (const key of folders) {
+    if (!(await store.head(key('tokenizer.json')))) continue
+    const json = (await getJson(store, key('tokenizer.json'))) as object
+    const config = (await store.head(key('tokenizer_config.json')))
+      ? ((await getJson(store, key('tokenizer_config.json'))) as object)
       : {}
     return new TextTokenizer(json, config)
   }
@@ -131,14 +133,11 @@ export async function readIterationSkills(
     for (const s of decodeRescore(await store.get(key), key)) scored.set(`${s.trajectory}/${s.step}`, s)
   }
 
-  const record = (await getJson(store, keys.runRecord(runId))) as RunRecord
+  // β of the configuration the iteration ran under (the effective one after hyperparameter changes)
   const metricsKey = listing.latest((a) => keys.metrics(runId, iteration, a))
-  const configSha = metricsKey ? ((await getJson(store, metricsKey)) as IterationMetricsRecord).configSha256 : null
-  const effective =
-    configSha && listing.has(keys.effectiveConfig(runId, configSha))
-      ? ((await getJson(store, keys.effectiveConfig(runId, configSha))) as Record<string, unknown>)
-      : record.config
-  const beta = Number((effective.stage2 as { opdBeta?: number } | undefined)?.opdBeta ?? 1)
+  if (!metricsKey) throw new NotInspectableError(`iteration ${iteration} of ${runId} has no metrics.json`)
+  const { configSha256 } = (await getJson(store, metricsKey)) as IterationMetricsRecord
+  const beta = runConfig((await runConfigOf(store, { runId, configSha256 })).config).stage2.opdBeta
   const snapshotKey = listed.find((k) => /\/snapshot(\.attempt-\d+)?\.json$/.test(k))
   const snapshot = snapshotKey ? ((await getJson(store, snapshotKey)) as Snapshot) : null
   const plan = listing.has(keys.runPlan(runId)) ? ((await getJson(store, keys.runPlan(runId))) as RunPlan) : null

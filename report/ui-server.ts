@@ -8,7 +8,7 @@ import { UnknownRunError } from '../activities/audit.ts'
 import type { RunRecord } from '../activities/record-run.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
-import { InvalidRunIdError, RUN_ID_PATTERN } from '../store/keys.ts'
+import { InvalidRunIdError, keys, RUN_ID_PATTERN } from '../store/keys.ts'
 import { html, page } from './html.ts'
 import { readRunData } from './run-data.ts'
 import { runPage } from './run-page.ts'
@@ -47,7 +47,7 @@ async function indexPage(options: UiOptions): Promise<string> {
   const ids = await runIds(options.store)
   const rows = []
   for (const id of ids) {
-    const r = (await getJson(options.store, `runs/${id}/run.json`)) as RunRecord
+    const r = (await getJson(options.store, keys.runRecord(id))) as RunRecord
     rows.push(html`<tr><td><input type="checkbox" name="run" value="${id}"></td><td><a href="/runs/${encodeURIComponent(id)}/">${id}</a></td>
 <td>${String(r.config.algorithm ?? '')}</td><td>${String(r.config.env ?? '')}</td><td>${r.createdAt}</td></tr>`)
   }

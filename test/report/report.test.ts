@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { UnknownRunError } from '../../activities/audit.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
+import type { RunRecord } from '../../activities/record-run.ts'
 import { parseSkillLines } from '../../activities/skill-library.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { decodeEvent } from '../../exports/tensorboard/event.ts'
@@ -20,6 +21,8 @@ import { NotInspectableError, readIterationSkills } from '../../report/skill-dat
 import { skillPage } from '../../report/skill-page.ts'
 import { startUiServer } from '../../report/ui-server.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
+import { sha256Hex } from '../../store/hash.ts'
+import { canonicalJson, getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import { microConfig } from '../activities/core/micro.ts'
 import { runMicro } from '../activities/micro-run.ts'
@@ -189,6 +192,33 @@ describe('the run report of a micro run (folder store, real pipeline activities)
     const tokens = all.trajectories.flatMap((t) => t.steps.flatMap((s) => s.tokens))
     assert.ok(tokens.some((t) => t.shift !== null && t.gate !== null && t.gate > 0 && t.gate < 1))
     await assert.rejects(readIterationSkills(store, RUN, 7, { limit: 3 }), NotInspectableError)
+  })
+
+  it('colours the skill page with the β of the configuration the iteration ran under (after a change)', async () => {
+    const record = (await getJson(store, keys.runRecord(ORACLE))) as RunRecord
+    const base = record.config as { stage2: { opdBeta: number } }
+    assert.equal((await readIterationSkills(store, ORACLE, 1, { limit: 2 })).beta, base.stage2.opdBeta)
+    const changed = { ...base, stage2: { ...base.stage2, opdBeta: base.stage2.opdBeta * 2 } }
+    const configSha256 = sha256Hex(Buffer.from(canonicalJson(changed)))
+    await putJson(store, keys.effectiveConfig(ORACLE, configSha256), {
+      runId: ORACLE,
+      configSha256,
+      baseConfigSha256: record.configSha256,
+      overrides: { stage2: { opdBeta: changed.stage2.opdBeta } },
+      config: changed,
+    })
+    const metricsKey = keys.metrics(ORACLE, 1)
+    const saved = await store.get(metricsKey)
+    await putJson(store, metricsKey, { ...(JSON.parse(saved.toString('utf8')) as object), configSha256 })
+    try {
+      const data = await readIterationSkills(store, ORACLE, 1, { limit: 2 })
+      assert.equal(data.beta, changed.stage2.opdBeta)
+      const token = data.trajectories.flatMap((t) => t.steps.flatMap((st) => st.tokens)).find((t) => t.shift !== null)
+      assert.ok(token && token.shift !== null)
+      assert.ok(Math.abs((token.gate ?? 0) - 1 / (1 + Math.exp(-data.beta * token.shift))) < 1e-12)
+    } finally {
+      await store.put(metricsKey, saved)
+    }
   })
 
   it('writes the scalars TensorBoard reads: every metric per iteration at step k + 1, evaluations at their updates', async () => {

@@ -3,7 +3,7 @@
 // interval, then one per iteration metric (a run is one colour; a figure with two quantities, such as the teacher
 // gap on expert vs other actions, names both in the legend), and where the wall time went.
 import type { IterationMetricName } from '../activities/iteration-metrics.ts'
-import type { IterationData, RunData } from './run-data.ts'
+import { type IterationData, phaseTimes, type RunData } from './run-data.ts'
 import { vegaLiteSvg } from './vega-svg.ts'
 
 export interface Figure {
@@ -218,29 +218,9 @@ async function evaluationFigure(runs: readonly RunData[]): Promise<Figure> {
   }
 }
 
-const ITERATION_PHASES = ['rollout', 'analyze', 'rescore', 'update'] as const
-
 /** Compute seconds per phase: a bar for the stages before Stage 2, then one per iteration (with its evaluations). */
 async function wallTimeFigure(runs: readonly RunData[]): Promise<Figure> {
-  const values: Array<{ run: string; bar: string; order: number; phase: string; seconds: number }> = []
-  for (const run of runs) {
-    const add = (bar: string, order: number, phase: string, seconds: number | null) => {
-      if (seconds && seconds > 0) values.push({ run: run.runId, bar, order, phase, seconds })
-    }
-    for (const [phase, seconds] of Object.entries(run.stageSeconds)) add('start', -1, phase, seconds)
-    for (const e of run.evaluations) {
-      if (e.from) continue // the parent run's time
-      add(
-        e.kind === 'iteration' ? String(e.iteration) : 'start',
-        e.kind === 'iteration' ? e.iteration : -1,
-        'evaluate',
-        e.seconds,
-      )
-    }
-    for (const it of run.iterations) {
-      for (const p of ITERATION_PHASES) add(String(it.iteration), it.iteration, p, it.metrics[`timing/${p}_s`] ?? null)
-    }
-  }
+  const values = runs.flatMap((run) => phaseTimes(run).map((t) => ({ run: run.runId, ...t })))
   const base = {
     id: 'wall-time',
     title: 'Where the time went',
@@ -262,7 +242,7 @@ function bars(): object {
     height: 160,
     mark: 'bar',
     encoding: {
-      x: { field: 'bar', type: 'ordinal', title: 'iteration', sort: { field: 'order', op: 'min' } },
+      x: { field: 'part', type: 'ordinal', title: 'iteration', sort: { field: 'order', op: 'min' } },
       y: { field: 'seconds', type: 'quantitative', aggregate: 'sum', title: 'compute seconds' },
       color: { field: 'phase', type: 'nominal', title: 'phase', legend: { orient: 'right' } },
     },

@@ -5,6 +5,7 @@
 import { UnknownRunError } from '../activities/audit.ts'
 import type { RunPlan } from '../activities/contracts.ts'
 import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../activities/hyperparameters.ts'
+import { METRIC_PHASES } from '../activities/iteration-metrics.ts'
 import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
 import type { RunRecord } from '../activities/record-run.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -61,9 +62,12 @@ export interface RunData {
 
 const STAGE_PHASES = ['warmstart', 'import', 'annotate', 'sft', 'fork'] as const
 
-/** Reads everything the report shows of `runId`; UnknownRunError when the store has no such run. */
-export async function readRunData(store: ArtifactStore, runId: string): Promise<RunData> {
-  const listing = await listRun(store, runId)
+/**
+ * Reads everything the report shows of `runId`; UnknownRunError when the store has no such run. `listing`: the
+ * run's keys when the caller listed them already (it reads more of the run).
+ */
+export async function readRunData(store: ArtifactStore, runId: string, listing?: RunListing): Promise<RunData> {
+  listing ??= await listRun(store, runId)
   if (!listing.has(keys.runRecord(runId))) {
     throw new UnknownRunError(`unknown run ${runId}: no ${keys.runRecord(runId)} in ${store.location}`)
   }
@@ -181,4 +185,32 @@ async function readEvaluations(store: ArtifactStore, listing: RunListing): Promi
   }
   const order = (e: EvaluationData) => (e.kind === 'base' ? -2 : e.kind === 'stage1' ? -1 : e.iteration)
   return out.sort((a, b) => order(a) - order(b) || a.split.localeCompare(b.split))
+}
+
+/** Compute seconds of one phase in one part of a run: `start` (before Stage 2) or an iteration with its evaluations. */
+export interface PhaseTime {
+  /** `start` or the iteration's number, as text. */
+  part: string
+  /** −1 for `start`, else the iteration: the parts' order. */
+  order: number
+  phase: string
+  seconds: number
+}
+
+/**
+ * Where a run's compute time went, phase by phase (shards' seconds summed, so parallel shards add up): the
+ * run-level phases and start evaluations under `start`, each iteration's phases and the evaluation of its
+ * checkpoint under the iteration. A fork's start evaluations are its parent's time and left out.
+ */
+export function phaseTimes(run: RunData): PhaseTime[] {
+  const out: PhaseTime[] = []
+  const add = (order: number, phase: string, seconds: number | null) => {
+    if (seconds && seconds > 0) out.push({ part: order < 0 ? 'start' : String(order), order, phase, seconds })
+  }
+  for (const [phase, seconds] of Object.entries(run.stageSeconds)) add(-1, phase, seconds)
+  for (const e of run.evaluations) if (!e.from) add(e.kind === 'iteration' ? e.iteration : -1, 'evaluate', e.seconds)
+  for (const it of run.iterations) {
+    for (const phase of METRIC_PHASES) add(it.iteration, phase, it.metrics[`timing/${phase}_s`] ?? null)
+  }
+  return out
 }

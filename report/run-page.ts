@@ -4,7 +4,7 @@
 // for `seedflow report`, routes for `seedflow ui`) and what Temporal knows of each run's state, when it was asked.
 import { type Figure, runFigures } from './charts.ts'
 import { html, type Markup, page, trusted } from './html.ts'
-import type { EvaluationData, RunData } from './run-data.ts'
+import { type EvaluationData, phaseTimes, type RunData } from './run-data.ts'
 
 export interface ReportLinks {
   /** The skill inspection page of one iteration. */
@@ -53,18 +53,7 @@ function stateOf(run: RunData, workflow: string | undefined): Markup {
 }
 
 function computeSeconds(run: RunData): number {
-  const stage = Object.values(run.stageSeconds).reduce((a, b) => a + b, 0)
-  const evals = run.evaluations.filter((e) => !e.from).reduce((a, e) => a + e.seconds, 0)
-  const iterations = run.iterations.reduce(
-    (a, it) =>
-      a +
-      (['rollout', 'analyze', 'rescore', 'update'] as const).reduce(
-        (b, p) => b + (it.metrics[`timing/${p}_s`] ?? 0),
-        0,
-      ),
-    0,
-  )
-  return stage + evals + iterations
+  return phaseTimes(run).reduce((a, t) => a + t.seconds, 0)
 }
 
 function header(runs: readonly RunData[], options: RunPageOptions): Markup {

@@ -19,7 +19,7 @@ import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { type CheckpointFile, keys } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
-import { listRun } from './run-listing.ts'
+import { listRun, type RunListing } from './run-listing.ts'
 
 export class NotInspectableError extends Error {
   override name = 'NotInspectableError'
@@ -110,9 +110,9 @@ export async function readIterationSkills(
   store: ArtifactStore,
   runId: string,
   iteration: number,
-  options: { limit: number },
+  options: { limit: number /** The run's keys, when the caller listed them already. */; listing?: RunListing },
 ): Promise<IterationSkills> {
-  const listing = await listRun(store, runId)
+  const listing = options.listing ?? (await listRun(store, runId))
   const manifestKey = listing.latest((a) => keys.iterationManifest(runId, iteration, a))
   if (!manifestKey) throw new NotInspectableError(`run ${runId} has no complete iteration ${iteration}`)
   const manifest = (await getJson(store, manifestKey)) as Manifest

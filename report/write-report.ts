@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { readRunData } from './run-data.ts'
+import { listRun, type RunListing } from './run-listing.ts'
 import { runPage } from './run-page.ts'
 import { readIterationSkills } from './skill-data.ts'
 import { skillPage } from './skill-page.ts'
@@ -28,8 +29,14 @@ export async function writeReport(
   outDir: string,
   options: WriteReportOptions,
 ): Promise<{ index: string; pages: string[] }> {
+  // one listing per run serves its data and every skill page
+  const listings = new Map<string, RunListing>()
   const runs = []
-  for (const runId of runIds) runs.push(await readRunData(store, runId))
+  for (const runId of runIds) {
+    const listing = listings.get(runId) ?? (await listRun(store, runId))
+    listings.set(runId, listing)
+    runs.push(await readRunData(store, runId, listing))
+  }
   const pages: string[] = []
   await mkdir(outDir, { recursive: true })
   for (const run of runs) {
@@ -38,7 +45,10 @@ export async function writeReport(
     )
     if (wanted.length > 0) await mkdir(join(outDir, run.runId), { recursive: true })
     for (const it of wanted) {
-      const data = await readIterationSkills(store, run.runId, it.iteration, { limit: options.trajectories })
+      const data = await readIterationSkills(store, run.runId, it.iteration, {
+        limit: options.trajectories,
+        listing: listings.get(run.runId),
+      })
       const path = join(outDir, skillFile(run.runId, it.iteration))
       await writeFile(path, skillPage(data, { report: '../index.html' }))
       pages.push(path)

@@ -72,7 +72,8 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     const runId = `cli-interrupt-${process.pid}`
     let sent = false
     const r = await seedflow(['run', file, '--run-id', runId], env, (line, signal) => {
-      if (!sent && /iteration 0 \(1 of 50\)/.test(line)) {
+      // the first Stage 2 progress line, whichever iteration: the 1 s progress poll can outpace iteration 0
+      if (!sent && /iteration \d+ \(\d+ of 50\)/.test(line)) {
         sent = true
         signal('SIGINT')
       }

@@ -184,6 +184,8 @@ export interface PhaseProgress {
   steps: number
   /** Validation success at the last check, where the phase checks it. */
   successRate?: number
+  /** The last training step's loss, where the phase trains. */
+  loss?: number
 }
 
 /** The pipeline's activities, as the workflows call them. */

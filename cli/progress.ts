@@ -50,8 +50,9 @@ async function childPhase(client: Client, workflowId: string): Promise<string | 
 }
 
 function describeProgress(p: PhaseProgress): string {
+  const loss = p.loss === undefined ? '' : `, loss ${p.loss.toFixed(3)}`
   const check = p.successRate === undefined ? '' : `, validation success ${percent(p.successRate)}`
-  return `${p.phase} step ${p.step}/${p.steps}${check}`
+  return `${p.phase} step ${p.step}/${p.steps}${loss}${check}`
 }
 
 /** Polls the run every `intervalMs` and calls `print` with each new progress line. */

@@ -19,6 +19,8 @@ export interface SftInput {
   seed: number
   /** Acting pools to replay instead of the trajectories' steps (their shares add up to `actingMix`). */
   replay?: readonly ExamplePool[]
+  /** Told after each step with its loss (progress for heartbeats). */
+  onStep?: (step: number, loss: number) => void
 }
 
 export interface SftStats extends Omit<SupervisedResult, 'losses' | 'optimizerState'> {
@@ -68,6 +70,7 @@ export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
       lr: input.settings.lr,
       warmupSteps: input.settings.warmupSteps,
       seed: input.seed,
+      ...(input.onStep ? { onStep: input.onStep } : {}),
     },
   )
   return { ...result, skillPairs: skill.length, actingPairs: actingPools.reduce((n, p) => n + p.examples.length, 0) }

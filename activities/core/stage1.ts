@@ -93,8 +93,10 @@ export function trainStage1(
   policy: Policy,
   annotation: Pick<Stage1Annotation, 'skills' | 'trajectories'>,
   config: RunConfig,
+  onStep?: (step: number, loss: number) => void,
 ): Promise<SftStats> {
   return sft(policy, {
+    ...(onStep ? { onStep } : {}),
     skills: annotation.skills,
     trajectories: annotation.trajectories,
     settings: config.stage1,

@@ -34,6 +34,8 @@ export interface SupervisedSettings {
   /** Called every `checkEvery` steps (and after the last); training stops when it returns true. */
   checkEvery?: number
   check?: (step: number) => Promise<boolean>
+  /** Told after each step (1-based) with its loss: progress for heartbeats. */
+  onStep?: (step: number, loss: number) => void
 }
 
 export interface SupervisedResult {
@@ -90,6 +92,7 @@ export async function supervisedTrain(
     const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], weightedMask(batch, tb.T, tb.responseMask)) }
     const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)
     losses.push(r.loss)
+    settings.onStep?.(step + 1, r.loss)
     const every = settings.checkEvery ?? 0
     if (settings.check && every > 0 && (step + 1) % every === 0 && (await settings.check(step + 1))) {
       stoppedEarly = step + 1 < settings.steps

@@ -56,6 +56,8 @@ export interface WarmstartInput {
   analyzer?: { maxPromptTokens: number; maxAnswerTokens: number }
   /** Told each validation check as it happens (progress for heartbeats and scripts). */
   onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
+  /** Told after each training step with its loss (progress for heartbeats). */
+  onStep?: (step: number, loss: number) => void
   /** The run's graph layout (`engine`: recomputeLayers, decodeWeights); default ENGINE_DEFAULTS. */
   engineSettings?: EngineSettingsConfig
 }
@@ -361,6 +363,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
     warmupSteps: ws.warmupSteps,
     seed: mixSeed(input.seed, 0xbc),
     checkEvery: ws.evalEvery,
+    ...(input.onStep ? { onStep: input.onStep } : {}),
     check: async (step) => {
       const r = (await validation(policy, input, step)).successRate
       checks.push({ step, successRate: r })

@@ -6,7 +6,7 @@ import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { CheckpointRef, RunRef, StageSummary } from '../contracts.ts'
 import { LORA_SEED, toCheckpoint, trainStage1, withLora } from '../core/index.ts'
-import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { annotation } from './annotate.ts'
 
@@ -21,7 +21,9 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
         const { policy } = await read.policy(base)
         const annotated = await annotation(store, run, config, policy, attempt)
         if (config.model.lora) withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
-        const trained = await trainStage1(policy, annotated, config)
+        const trained = await trainStage1(policy, annotated, config, (step, loss) =>
+          heartbeat({ phase: 'stage1', step, steps: config.stage1.steps, loss }),
+        )
         const stats = { ...numericStats(trained, ['firstLoss', 'lastLoss']), ...annotated.stats }
         const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)
         return {

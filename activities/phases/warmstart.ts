@@ -38,16 +38,24 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
           model.kind === 'imported'
             ? { kind: 'imported', base: await readImportedFolder(model), ...(model.lora ? { lora: model.lora } : {}) }
             : model
+        // each step's loss, with the last validation check's success once there is one
+        let successRate: number | undefined
+        const progress = (step: number, loss?: number) =>
+          heartbeat({
+            phase: 'warmstart',
+            step,
+            steps: c.warmstart.steps,
+            ...(loss === undefined ? {} : { loss }),
+            ...(successRate === undefined ? {} : { successRate }),
+          })
         const r = await warmstart(engine, {
           ...c,
           model: start,
-          onCheck: (check) =>
-            heartbeat({
-              phase: 'warmstart',
-              step: check.step,
-              steps: c.warmstart.steps,
-              successRate: check.successRate,
-            }),
+          onStep: (step, loss) => progress(step, loss),
+          onCheck: (check) => {
+            successRate = check.successRate
+            progress(check.step)
+          },
         })
         const stats = numericStats(r.stats, ['lastLoss'])
         const key = keys.baseCheckpoint(run.runId, MODEL_FILE, attempt)

@@ -97,6 +97,29 @@ describe('supervisedTrain token weights', () => {
     assert.ok(Math.abs(weighted - (l6 + 0.25 * l7) / 1.25) < 1e-5, `${weighted}`)
   })
 
+  it('tells onStep each step and its loss, as progress', async () => {
+    const policy = microPolicy(engine, checkpoint)
+    const told: Array<[number, number]> = []
+    const r = await supervisedTrain(
+      policy,
+      [{ name: 'x', examples: [{ context: [3, 4], response: [6, 7] }], share: 1 }],
+      {
+        steps: 3,
+        batchSize: 1,
+        lr: 1e-3,
+        warmupSteps: 0,
+        seed: 1,
+        onStep: (step, loss) => told.push([step, loss]),
+      },
+    )
+    await policy.model.release()
+    assert.deepEqual(
+      told,
+      r.losses.map((loss, i) => [i + 1, loss]),
+    )
+    assert.equal(told.length, 3)
+  })
+
   it('rejects weights that do not match the response', async () => {
     await assert.rejects(firstLoss([{ context: [3, 4], response: [6, 7], weights: [1] }]), CorePhaseError)
   })

@@ -10,6 +10,9 @@
 // bench/results/learning-runs/, then the table and plot are rebuilt (bench/learning-report.ts), with what
 // orchestration cost per iteration (Temporal time beside compute time); `--commit` commits them as each leg ends.
 // Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000 --commit]
+// A hyperparameter sweep evaluates on validation only, under its own run ids and results file:
+//   npm run bench:learning -- --rows seed --set stage2.opdCoef=1 --splits validation --prefix sweep \
+//     --out bench/results/learning-sweep.json --runs bench/results/learning-sweep-runs --commit
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
@@ -74,6 +77,11 @@ const args = parseArgs({
      * the row is recorded as `seed[stage2.opdCoef=1]`.
      */
     set: { type: 'string', multiple: true, default: [] },
+    /**
+     * Evaluate on these splits only (a comma list, the environment's first named split carrying the learning curve),
+     * e.g. `validation` for a hyperparameter sweep that must not see test tasks; default every benchmark split.
+     */
+    splits: { type: 'string' },
     /** Commit the results file and the leg's diagnostics after each (env, row, seed) leg. */
     commit: { type: 'boolean', default: false },
   },
@@ -93,6 +101,20 @@ for (const row of rows) {
   if (!(BENCH_ROWS as readonly string[]).includes(row)) throw new Error(`--rows: ${row} is not one of ${BENCH_ROWS}`)
 }
 for (const env of envs) if (!BENCH_ENVS[env]) throw new Error(`--envs: no benchmark settings for ${env}`)
+/** The splits the runs of `env` evaluate: the benchmark's, or those of `--splits` among them (in that order). */
+function splitsOf(env: RunEnvName): [Split, ...Split[]] {
+  const all = benchEnv(env).splits
+  if (args.splits === undefined) return all
+  const asked = list(args.splits)
+  for (const s of asked) {
+    if (!(all as readonly string[]).includes(s))
+      throw new Error(`--splits: ${env} evaluates ${all.join(', ')}, not ${s}`)
+  }
+  const kept = all.filter((s) => asked.includes(s))
+  if (kept.length === 0) throw new Error('--splits: name at least one split')
+  return kept as [Split, ...Split[]]
+}
+for (const env of envs) splitsOf(env)
 
 /**
  * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics) and nothing else that
@@ -182,7 +204,7 @@ function config(
   const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
   const stage2: Record<string, unknown> = { ...c.stage2, iterations }
   if (iterations > 0) for (const o of overrides) setPath(stage2, o.path, o.value, `stage2.${o.path.join('.')}`)
-  const [curve, ...more] = benchEnv(env).splits
+  const [curve, ...more] = splitsOf(env)
   const tasks = evalTasks(env)
   const evaluation = {
     ...c.evaluation,

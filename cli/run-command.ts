@@ -135,7 +135,8 @@ export async function runCommand(configPath: string | undefined, options: { runI
       printSummary(
         runId,
         result,
-        config.model.kind === 'builtin' ? 'warm-start' : 'imported model',
+        // an imported model with warm-start settings is warm-started too: its base is not the imported weights
+        config.model.kind === 'builtin' || config.warmstart ? 'warm-start' : 'imported model',
         store,
         uiUrl ? `${uiUrl}/namespaces/${target.namespace}` : undefined,
       )

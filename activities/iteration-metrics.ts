@@ -71,6 +71,8 @@ export const ITERATION_METRICS = {
   'analyze/trajectories': sum('analyze', 'skills'),
   'analyze/parsed': sum('analyze', 'parsed'),
   'analyze/parse_rate': ratio('analyze', 'parsed', 'skills'),
+  /** Parsed answers whose skill is the return format's placeholder ("string"), of all analyzed. */
+  'analyze/placeholder_rate': ratio('analyze', 'placeholders', 'skills'),
   'analyze/prompts_truncated': sum('analyze', 'truncated'),
   'rescore/samples': sum('rescore', 'samples'),
   'rescore/teacher_samples': sum('rescore', 'teacherSamples'),

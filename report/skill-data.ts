@@ -106,6 +106,30 @@ function sample<T>(items: readonly T[], limit: number): T[] {
   return Array.from({ length: limit }, (_, i) => items[Math.floor((i * items.length) / limit)] as T)
 }
 
+/** The iteration's files in one output folder (`rollouts/0000.jsonl.gz`, …; not the phase manifests), by its manifest. */
+async function iterationFiles(store: ArtifactStore, runId: string, iteration: number, listing: RunListing) {
+  const manifestKey = listing.latest((a) => keys.iterationManifest(runId, iteration, a))
+  if (!manifestKey) throw new NotInspectableError(`run ${runId} has no complete iteration ${iteration}`)
+  const manifest = (await getJson(store, manifestKey)) as Manifest
+  const listed = Object.keys(manifest.artifacts).sort()
+  const files = (folder: string, ext: string) => listed.filter((k) => k.split('/').at(-2) === folder && k.endsWith(ext))
+  return { listed, files }
+}
+
+/** The analyzer's records of one complete iteration (every shard's), in trajectory order. */
+export async function readSkillRecords(
+  store: ArtifactStore,
+  runId: string,
+  iteration: number,
+  listing?: RunListing,
+): Promise<SkillRecord[]> {
+  const { files } = await iterationFiles(store, runId, iteration, listing ?? (await listRun(store, runId)))
+  const out: SkillRecord[] = []
+  for (const key of files('skills', '.jsonl'))
+    out.push(...parseSkillLines((await store.get(key)).toString('utf8'), key))
+  return out.sort((a, b) => a.trajectory - b.trajectory)
+}
+
 export async function readIterationSkills(
   store: ArtifactStore,
   runId: string,
@@ -113,12 +137,7 @@ export async function readIterationSkills(
   options: { limit: number /** The run's keys, when the caller listed them already. */; listing?: RunListing },
 ): Promise<IterationSkills> {
   const listing = options.listing ?? (await listRun(store, runId))
-  const manifestKey = listing.latest((a) => keys.iterationManifest(runId, iteration, a))
-  if (!manifestKey) throw new NotInspectableError(`run ${runId} has no complete iteration ${iteration}`)
-  const manifest = (await getJson(store, manifestKey)) as Manifest
-  const listed = Object.keys(manifest.artifacts).sort()
-  /** The iteration's files in one output folder (`rollouts/0000.jsonl.gz`, …; not the phase manifests). */
-  const files = (folder: string, ext: string) => listed.filter((k) => k.split('/').at(-2) === folder && k.endsWith(ext))
+  const { listed, files } = await iterationFiles(store, runId, iteration, listing)
   const missing = [...files('rollouts', '.jsonl.gz'), ...files('rescore', '.bin')].find((k) => !listing.has(k))
   if (missing) throw new NotInspectableError(`iteration ${iteration} of ${runId}: ${missing} was pruned by retention`)
 
@@ -126,8 +145,7 @@ export async function readIterationSkills(
   for (const key of files('rollouts', '.jsonl.gz'))
     trajectories.push(...(decodeJsonlGz(await store.get(key), key) as RolloutTrajectory[]))
   const skills = new Map<number, SkillRecord>()
-  for (const key of files('skills', '.jsonl'))
-    for (const s of parseSkillLines((await store.get(key)).toString('utf8'), key)) skills.set(s.trajectory, s)
+  for (const s of await readSkillRecords(store, runId, iteration, listing)) skills.set(s.trajectory, s)
   const scored = new Map<string, ScoredSample>()
   for (const key of files('rescore', '.bin')) {
     for (const s of decodeRescore(await store.get(key), key)) scored.set(`${s.trajectory}/${s.step}`, s)

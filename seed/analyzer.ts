@@ -5,6 +5,18 @@ import { type JsonValue, readValue } from './lenient-json.ts'
 
 export type EpisodeOutcome = 'success' | 'failure' | 'unknown'
 
+/** The value the prompt's return format shows for each field. */
+export const FORMAT_PLACEHOLDER = 'string'
+
+/**
+ * Whether a parsed skill is the return format's placeholder copied back (`{"episode_skill": "string"}`): valid
+ * JSON that the reference parses too, but no skill. Counted per iteration (`analyze/placeholder_rate`), since a
+ * parse rate that counts these says nothing of the analyzer.
+ */
+export function isFormatPlaceholder(skill: string | null | undefined): boolean {
+  return skill?.trim().toLowerCase() === FORMAT_PLACEHOLDER
+}
+
 /** An episode counts as a success when its reward reaches this (`failure_success_threshold`). */
 export const SUCCESS_THRESHOLD = 1.0
 
@@ -94,7 +106,7 @@ export function analyzerPrompt(episode: AnalyzerEpisode, options: AnalyzerPrompt
     '- Return only these two top-level fields: episode_summary, episode_skill.',
     '',
     'Return format:',
-    '{"episode_summary": "string", "episode_skill": "string"}',
+    `{"episode_summary": "${FORMAT_PLACEHOLDER}", "episode_skill": "${FORMAT_PLACEHOLDER}"}`,
     '',
     'Episode context:',
     `- Task description: ${task || '(not available)'}`,

@@ -41,6 +41,8 @@ export {
   type EpisodeOutcome,
   episodeOutcome,
   extractTaskDescription,
+  FORMAT_PLACEHOLDER,
+  isFormatPlaceholder,
   MAX_ANSWER_CHARS,
   type ParseStats,
   parseAnalyzerOutput,

@@ -1,5 +1,7 @@
 // Analyze, one shard: the analyzer (π_k, or π_0 for seed-static) writes a skill for each of the shard's trajectories.
+
 import type { RunConfig } from '../../seed/config.ts'
+import { isFormatPlaceholder } from '../../seed/index.ts'
 import { keys } from '../../store/keys.ts'
 import type { AnalyzeInput } from '../contracts.ts'
 import { analyze } from '../core/index.ts'
@@ -39,6 +41,7 @@ export const analyzePhase: PhaseDef<AnalyzeInput, ReturnType<typeof needs>> = {
             skills: analyzed.skills.length,
             parsed: ok,
             parse_rate: ok / Math.max(1, analyzed.skills.length),
+            placeholders: analyzed.skills.filter((s) => s.ok && isFormatPlaceholder(s.skill)).length,
             truncated: analyzed.stats.truncated,
             newTokens: analyzed.stats.newTokens,
             seconds: analyzed.stats.seconds,

@@ -15,14 +15,15 @@ describe('iteration metrics', () => {
     const m = iterationMetrics({
       rollout: [rollout(4, 0.5, 1, 2), rollout(2, 0, 3, 1.5)],
       analyze: [
-        { skills: 4, parsed: 3, truncated: 2 },
-        { skills: 2, parsed: 0, truncated: 0 },
+        { skills: 4, parsed: 3, truncated: 2, placeholders: 2 },
+        { skills: 2, parsed: 0, truncated: 0, placeholders: 0 },
       ],
     })
     assert.equal(m['rollout/success_rate'], 2 / 6)
     assert.equal(m['rollout/episodes'], 6)
     assert.equal(m['analyze/parse_rate'], 3 / 6)
     assert.equal(m['analyze/parsed'], 3)
+    assert.equal(m['analyze/placeholder_rate'], 2 / 6)
   })
 
   it('adds up truncation counts and compute seconds over shards', () => {

@@ -97,6 +97,21 @@ describe('seed-signs', () => {
     assert.match(signsMarkdown(r), /\*\*failed\*\*/)
   })
 
+  it('counts a skill that copies the format placeholder as no skill', () => {
+    const data = run([0.02, 0.01, 0.01], gaps, [1, 1, 1], evals)
+    ;(data.iterations[1]?.metrics as Record<string, number | null>)['analyze/placeholder_rate'] = 0.75
+    const r = judgeSigns(data, new Map([[2, 0.25]]))
+    assert.deepEqual(
+      r.iterations.map((it) => it.placeholderRate),
+      [null, 0.75, 0.25],
+    )
+    assert.equal(r.signs[0]?.passed, false)
+    assert.equal(
+      r.signs[0]?.figures,
+      '1.00, 0.25, 0.75 (below or missing in iterations 1); parse rate counting them 1.00, 1.00, 1.00',
+    )
+  })
+
   it('fails the OPD sign without a loss in every iteration, and marks an evaluation that is not the final one', () => {
     const r = judgeSigns(
       run([0.02, 0.01, 0.01], gaps, [0.9, 0.9, 0.9], evals.slice(0, 2).concat(evaluation('iteration', 1, 0.5)), 8),

@@ -6,6 +6,7 @@ import {
   analyzerPrompt,
   episodeOutcome,
   extractTaskDescription,
+  isFormatPlaceholder,
   MAX_ANSWER_CHARS,
   parseAnalyzerOutput,
   parseStats,
@@ -26,6 +27,15 @@ const EPISODE: AnalyzerEpisode = {
 
 describe('analyzer prompt', () => {
   const prompt = analyzerPrompt(EPISODE)
+
+  it("knows the return format's placeholder when an answer copies it back as its skill", () => {
+    assert.ok(prompt.includes('{"episode_summary": "string", "episode_skill": "string"}'))
+    const copied = parseAnalyzerOutput('{"episode_summary":"string","episode_skill":"string"}')
+    assert.ok(copied.ok && isFormatPlaceholder(copied.output.episodeSkill))
+    assert.equal(isFormatPlaceholder(' String '), true)
+    assert.equal(isFormatPlaceholder('find the desklamp first'), false)
+    assert.equal(isFormatPlaceholder(null), false)
+  })
 
   it('asks for only the two JSON fields, with the return format', () => {
     assert.match(prompt, /^Analyze the agent episode below and answer with ONLY valid JSON\./)

@@ -97,21 +97,27 @@ export function judgeSigns(run: RunData, placeholders: ReadonlyMap<number, numbe
     figures: `${above} of ${iterations.length} iterations (${withGaps.length} with both gaps)`,
   })
 
-  const opd = iterations.filter((it) => it.opdLoss !== null).map((it) => it.opdLoss as number)
+  // thirds of the iterations by position; an iteration without OPD (no skill parsed) is left out of its third
   const third = Math.floor(iterations.length / 3)
-  if (third === 0 || opd.length < iterations.length) {
+  const losses = (part: readonly IterationSigns[]) =>
+    part.filter((it) => it.opdLoss !== null).map((it) => it.opdLoss as number)
+  const firstLosses = losses(iterations.slice(0, third))
+  const lastLosses = losses(iterations.slice(iterations.length - third))
+  const without = iterations.filter((it) => it.opdLoss === null).map((it) => it.iteration)
+  const noOpd = without.length ? `; no OPD in iterations ${without.join(', ')}` : ''
+  if (third === 0 || firstLosses.length === 0 || lastLosses.length === 0) {
     signs.push({
       name: 'OPD loss of the last third of iterations below that of the first third',
       passed: false,
-      figures: `OPD loss recorded in ${opd.length} of ${iterations.length} iterations (needs every one, and ≥ 3)`,
+      figures: `needs ≥ 3 iterations and an OPD loss in each third (${iterations.length} iterations${noOpd})`,
     })
   } else {
-    const first = mean(opd.slice(0, third))
-    const last = mean(opd.slice(-third))
+    const first = mean(firstLosses)
+    const last = mean(lastLosses)
     signs.push({
       name: 'OPD loss of the last third of iterations below that of the first third',
       passed: last < first,
-      figures: `${fmt(first, 4)} → ${fmt(last, 4)} (first ${third} vs last ${third} iterations)`,
+      figures: `${fmt(first, 4)} → ${fmt(last, 4)} (first ${third} vs last ${third} iterations${noOpd})`,
     })
   }
 

@@ -112,7 +112,7 @@ describe('seed-signs', () => {
     )
   })
 
-  it('fails the OPD sign without a loss in every iteration, and marks an evaluation that is not the final one', () => {
+  it('leaves an iteration without OPD out of its third, fails a third with none, and marks an evaluation that is not the final one', () => {
     const r = judgeSigns(
       run([0.02, 0.01, 0.01], gaps, [0.9, 0.9, 0.9], evals.slice(0, 2).concat(evaluation('iteration', 1, 0.5)), 8),
     )
@@ -120,6 +120,9 @@ describe('seed-signs', () => {
     assert.match(r.signs[3]?.figures ?? '', /not the final iteration/)
     const missing = run([0.02, 0.01, 0.01], gaps, [0.9, 0.9, 0.9], evals)
     ;(missing.iterations[1]?.metrics as Record<string, number | null>)['update/opd_loss'] = null
+    assert.equal(judgeSigns(missing).signs[2]?.passed, true)
+    assert.match(judgeSigns(missing).signs[2]?.figures ?? '', /no OPD in iterations 1\)$/)
+    ;(missing.iterations[0]?.metrics as Record<string, number | null>)['update/opd_loss'] = null
     assert.equal(judgeSigns(missing).signs[2]?.passed, false)
     assert.equal(
       judgeSigns(run([], [], [], [])).signs.every((s) => !s.passed),

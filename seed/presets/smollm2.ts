@@ -7,7 +7,7 @@ import type { AlgorithmName } from '../algorithms.ts'
 import { type RunConfig, type RunConfigInput, runConfig } from '../config.ts'
 
 /**
- * SmolLM2-135M-Instruct on household, sized so that a whole run fits in about 2.5 hours of a 2-core machine
+ * SmolLM2-135M-Instruct on household, sized so that a whole run takes about 2¾ hours on a 2-core machine
  * (the pieces: docs/benchmarks.md §6.7; the run: docs/benchmarks.md §6.8):
  * - the base model wrote no well-formed response on 24 validation tasks (720 of 720 steps invalid, 0 successes,
  *   with the compact prompt; the full prompt's first two steps were no better), so GRPO would get only zero

@@ -124,9 +124,12 @@ export async function readSkillRecords(
   listing?: RunListing,
 ): Promise<SkillRecord[]> {
   const { files } = await iterationFiles(store, runId, iteration, listing ?? (await listRun(store, runId)))
+  return skillRecordsIn(store, files('skills', '.jsonl'))
+}
+
+async function skillRecordsIn(store: ArtifactStore, skillFiles: readonly string[]): Promise<SkillRecord[]> {
   const out: SkillRecord[] = []
-  for (const key of files('skills', '.jsonl'))
-    out.push(...parseSkillLines((await store.get(key)).toString('utf8'), key))
+  for (const key of skillFiles) out.push(...parseSkillLines((await store.get(key)).toString('utf8'), key))
   return out.sort((a, b) => a.trajectory - b.trajectory)
 }
 
@@ -145,7 +148,7 @@ export async function readIterationSkills(
   for (const key of files('rollouts', '.jsonl.gz'))
     trajectories.push(...(decodeJsonlGz(await store.get(key), key) as RolloutTrajectory[]))
   const skills = new Map<number, SkillRecord>()
-  for (const s of await readSkillRecords(store, runId, iteration, listing)) skills.set(s.trajectory, s)
+  for (const s of await skillRecordsIn(store, files('skills', '.jsonl'))) skills.set(s.trajectory, s)
   const scored = new Map<string, ScoredSample>()
   for (const key of files('rescore', '.bin')) {
     for (const s of decodeRescore(await store.get(key), key)) scored.set(`${s.trajectory}/${s.step}`, s)

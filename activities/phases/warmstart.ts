@@ -38,23 +38,19 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
           model.kind === 'imported'
             ? { kind: 'imported', base: await readImportedFolder(model), ...(model.lora ? { lora: model.lora } : {}) }
             : model
-        // each step's loss, with the last validation check's success once there is one
-        let successRate: number | undefined
-        const progress = (step: number, loss?: number) =>
-          heartbeat({
-            phase: 'warmstart',
-            step,
-            steps: c.warmstart.steps,
-            ...(loss === undefined ? {} : { loss }),
-            ...(successRate === undefined ? {} : { successRate }),
-          })
+        // the last step's loss, with the last validation check's success once there is one
+        const last: { step: number; loss?: number; successRate?: number } = { step: 0 }
+        const progress = () => heartbeat({ phase: 'warmstart', steps: c.warmstart.steps, ...last })
         const r = await warmstart(engine, {
           ...c,
           model: start,
-          onStep: (step, loss) => progress(step, loss),
+          onStep: (step, loss) => {
+            Object.assign(last, { step, loss })
+            progress()
+          },
           onCheck: (check) => {
-            successRate = check.successRate
-            progress(check.step)
+            Object.assign(last, { step: check.step, successRate: check.successRate })
+            progress()
           },
         })
         const stats = numericStats(r.stats, ['lastLoss'])

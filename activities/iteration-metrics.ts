@@ -103,6 +103,8 @@ export const ITERATION_METRICS = {
   'update/mix_steps': sum('update', 'mixSteps'),
   'update/mix_first_loss': max('update', 'mixFirstLoss'),
   'update/mix_last_loss': max('update', 'mixLastLoss'),
+  'update/mix_analyzer_last_loss': max('update', 'mixAnalyzerLastLoss'),
+  'update/mix_skill_last_loss': max('update', 'mixSkillLastLoss'),
   'timing/rollout_s': sum('rollout', 'seconds'),
   'timing/analyze_s': sum('analyze', 'seconds'),
   'timing/rescore_s': sum('rescore', 'seconds'),

@@ -69,6 +69,8 @@ export { type SftInput, type SftStats, sft, skillPairs } from './sft.ts'
 export { annotateStage1, type Stage1Annotation, stage1Seed, trainStage1 } from './stage1.ts'
 export {
   type ExamplePool,
+  type PoolLoss,
+  poolLossStats,
   type SupervisedExample,
   type SupervisedResult,
   type SupervisedSettings,

@@ -63,7 +63,7 @@ export async function sft(policy: Policy, input: SftInput): Promise<SftStats> {
     ...result
   } = await supervisedTrain(
     policy,
-    [{ name: 'skill', examples: skill, share: 1 - input.settings.actingMix }, ...actingPools],
+    [{ name: 'analyzer', examples: skill, share: 1 - input.settings.actingMix }, ...actingPools],
     {
       steps: input.settings.steps,
       batchSize: input.settings.batchSize,

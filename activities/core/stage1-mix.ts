@@ -8,7 +8,7 @@ import type { PromptSettings, RunEnvName, Stage2Config, WarmstartConfig } from '
 import type { SkillRecord } from './analyze.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
 import { skillPairs } from './sft.ts'
-import { type ExamplePool, supervisedTrain } from './supervised.ts'
+import { type ExamplePool, type PoolLoss, supervisedTrain } from './supervised.ts'
 import { actingPools, demonstrations } from './warmstart.ts'
 
 export type Stage1MixSettings = NonNullable<Stage2Config['stage1Mix']>
@@ -30,6 +30,8 @@ export interface Stage1MixStats {
   /** Mean loss over the first and the last 10% of the steps. */
   firstLoss: number
   lastLoss: number
+  /** The same per pool (the analyzer's answers, the skill-reading demonstrations). */
+  pools: PoolLoss[]
   analyzerPairs: number
   skillDemos: number
   seconds: number
@@ -86,6 +88,7 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
     steps: trained.steps,
     firstLoss: trained.firstLoss,
     lastLoss: trained.lastLoss,
+    pools: trained.pools,
     analyzerPairs: analyzer.length,
     skillDemos,
     seconds: trained.seconds,

@@ -38,11 +38,24 @@ export interface SupervisedSettings {
   onStep?: (step: number, loss: number) => void
 }
 
+/** One pool's share of a training: its steps and the mean loss over the first and the last 10% of them. */
+export interface PoolLoss {
+  name: string
+  steps: number
+  firstLoss: number
+  lastLoss: number
+}
+
 export interface SupervisedResult {
   steps: number
   /** Mean loss over the first and the last 10% of steps. */
   firstLoss: number
   lastLoss: number
+  /**
+   * The same per pool, over the steps that drew it: pools differ in length and in how well they are learned, so
+   * the overall first and last losses mostly say which pool the first and last steps drew.
+   */
+  pools: PoolLoss[]
   losses: number[]
   stoppedEarly: boolean
   optimizerState: AdamWState
@@ -80,6 +93,7 @@ export async function supervisedTrain(
     minLr: settings.lr * 0.1,
   })
   const losses: number[] = []
+  const drawn: number[] = []
   let stoppedEarly = false
   for (let step = 0; step < settings.steps; step++) {
     // one pool per step: pools differ in length (skill demos, analyzer prompts), and a mixed batch is padded
@@ -92,6 +106,7 @@ export async function supervisedTrain(
     const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], weightedMask(batch, tb.T, tb.responseMask)) }
     const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)
     losses.push(r.loss)
+    drawn.push(live.indexOf(pool))
     settings.onStep?.(step + 1, r.loss)
     const every = settings.checkEvery ?? 0
     if (settings.check && every > 0 && (step + 1) % every === 0 && (await settings.check(step + 1))) {
@@ -99,17 +114,36 @@ export async function supervisedTrain(
       break
     }
   }
-  const tenth = Math.max(1, Math.floor(losses.length / 10))
-  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
   return {
-    steps: losses.length,
-    firstLoss: avg(losses.slice(0, tenth)),
-    lastLoss: avg(losses.slice(-tenth)),
+    ...firstAndLast(losses),
+    pools: live.map((p, i) => ({ name: p.name, ...firstAndLast(losses.filter((_, s) => drawn[s] === i)) })),
     losses,
     stoppedEarly,
     optimizerState: optimizer.state(),
     seconds: (performance.now() - started) / 1000,
   }
+}
+
+/** Steps and the mean loss over the first and the last 10% of them (NaN for no steps). */
+function firstAndLast(losses: readonly number[]): Omit<PoolLoss, 'name'> {
+  const tenth = Math.max(1, Math.floor(losses.length / 10))
+  const avg = (xs: readonly number[]) => (xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length)
+  return { steps: losses.length, firstLoss: avg(losses.slice(0, tenth)), lastLoss: avg(losses.slice(-tenth)) }
+}
+
+/**
+ * Per-pool losses as flat stats (`analyzerSteps`, `analyzerFirstLoss`, `analyzerLastLoss`, …); a pool no step drew
+ * has only its steps (0).
+ */
+export function poolLossStats(pools: readonly PoolLoss[]): Record<string, number> {
+  const stats: Record<string, number> = {}
+  for (const p of pools) {
+    stats[`${p.name}Steps`] = p.steps
+    if (p.steps === 0) continue
+    stats[`${p.name}FirstLoss`] = p.firstLoss
+    stats[`${p.name}LastLoss`] = p.lastLoss
+  }
+  return stats
 }
 
 /** The response mask with each example's token weights in place of its ones. */

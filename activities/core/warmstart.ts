@@ -29,7 +29,7 @@ import { oracleAnswer } from './analyze.ts'
 import { evaluate } from './evaluate.ts'
 import { CorePhaseError, LORA_SEED, loadPolicy, type Policy, toCheckpoint, withLora } from './policy.ts'
 import { analyzerObservation, fitAnalyzer, fitPrompt, stepPrompt } from './prompts.ts'
-import { type ExamplePool, type SupervisedExample, supervisedTrain } from './supervised.ts'
+import { type ExamplePool, type PoolLoss, type SupervisedExample, supervisedTrain } from './supervised.ts'
 
 /**
  * The model a warm-start clones into: the built-in one (its shape; tokenizer and weights are made here), or an
@@ -76,6 +76,8 @@ export interface WarmstartStats {
   steps: number
   firstLoss: number
   lastLoss: number
+  /** The same per pool of examples (plain and skill-reading acting pairs, analyzer pairs). */
+  pools: PoolLoss[]
   /** Steps at full frame weight after behaviour cloning, and their last loss. */
   polishSteps: number
   polishLoss: number | null
@@ -409,6 +411,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       steps: result.steps,
       firstLoss: result.firstLoss,
       lastLoss: result.lastLoss,
+      pools: result.pools,
       polishSteps: polish?.steps ?? 0,
       polishLoss: polish?.lastLoss ?? null,
       stoppedEarly: result.stoppedEarly,

@@ -5,7 +5,7 @@ import { mixSeed } from '../../envs/rng.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { CheckpointRef, RunRef, StageSummary } from '../contracts.ts'
-import { LORA_SEED, toCheckpoint, trainStage1, withLora } from '../core/index.ts'
+import { LORA_SEED, poolLossStats, toCheckpoint, trainStage1, withLora } from '../core/index.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { annotation } from './annotate.ts'
@@ -24,7 +24,11 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
         const trained = await trainStage1(policy, annotated, config, (step, loss) =>
           heartbeat({ phase: 'stage1', step, steps: config.stage1.steps, loss }),
         )
-        const stats = { ...numericStats(trained, ['firstLoss', 'lastLoss']), ...annotated.stats }
+        const stats = {
+          ...numericStats(trained, ['firstLoss', 'lastLoss']),
+          ...poolLossStats(trained.pools),
+          ...annotated.stats,
+        }
         const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)
         return {
           outputs: { ...(await writeCheckpoint(store, key, toCheckpoint(policy))), ...annotated.outputs },

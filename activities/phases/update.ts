@@ -7,7 +7,7 @@ import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { UpdateInput, UpdateSummary } from '../contracts.ts'
-import { LORA_SEED, toCheckpoint, update, withLora } from '../core/index.ts'
+import { LORA_SEED, poolLossStats, toCheckpoint, update, withLora } from '../core/index.ts'
 import { lossTerms } from '../core/plan.ts'
 import { stage1Mix } from '../core/stage1-mix.ts'
 import { fatal } from '../failures.ts'
@@ -77,7 +77,10 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
             warmstart: needed.warmstart,
             seed: mixSeed(seed, iteration, MIX_STREAM),
           })
-          for (const [name, value] of Object.entries(numericStats(mixed, ['firstLoss', 'lastLoss'])))
+          for (const [name, value] of Object.entries({
+            ...numericStats(mixed, ['firstLoss', 'lastLoss']),
+            ...poolLossStats(mixed.pools),
+          }))
             stats[`mix${name.charAt(0).toUpperCase()}${name.slice(1)}`] = value
         }
         const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)

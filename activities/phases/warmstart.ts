@@ -5,7 +5,7 @@ import { resolve } from 'node:path'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { RunRef, StageSummary } from '../contracts.ts'
-import { type WarmstartInput, warmstart } from '../core/index.ts'
+import { poolLossStats, type WarmstartInput, warmstart } from '../core/index.ts'
 import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
@@ -53,7 +53,7 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
             progress()
           },
         })
-        const stats = numericStats(r.stats, ['lastLoss'])
+        const stats = { ...numericStats(r.stats, ['lastLoss']), ...poolLossStats(r.stats.pools) }
         const key = keys.baseCheckpoint(run.runId, MODEL_FILE, attempt)
         return { outputs: await writeCheckpoint(store, key, r.checkpoint), stats }
       },

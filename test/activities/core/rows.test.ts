@@ -114,6 +114,8 @@ describe('stage2.stage1Mix through the update activity', () => {
     assert.equal(u.mixSteps, 3)
     assert.ok((u.mixAnalyzerPairs ?? 0) > 0 && (u.mixSkillDemos ?? 0) > 0, JSON.stringify(u))
     assert.ok(Number.isFinite(u.mixLastLoss))
+    // per pool: the steps split between the analyzer's answers and the skill-reading demonstrations
+    assert.equal((u.mixAnalyzerSteps ?? 0) + (u.mixSkillSteps ?? 0), 3, JSON.stringify(u))
     assert.ok((u.miniBatches ?? 0) >= 2, 'the RL pass ran too')
   })
 })

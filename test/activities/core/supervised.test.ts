@@ -8,7 +8,7 @@ import {
   type WarmstartResult,
 } from '../../../activities/core/index.ts'
 import { CorePhaseError } from '../../../activities/core/policy.ts'
-import { type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
+import { poolLossStats, type SupervisedExample, supervisedTrain } from '../../../activities/core/supervised.ts'
 import { actionBalanceWeights, demonstrations, demoResponse, frameWeights } from '../../../activities/core/warmstart.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import { getEnv } from '../../../envs/index.ts'
@@ -118,6 +118,47 @@ describe('supervisedTrain token weights', () => {
       r.losses.map((loss, i) => [i + 1, loss]),
     )
     assert.equal(told.length, 3)
+  })
+
+  it("reports each pool's first and last losses over the steps that drew it", async () => {
+    const a = { context: [3, 4], response: [6, 7] }
+    const b = { context: [5, 3, 4, 5], response: [8] }
+    const la = await firstLoss([a])
+    const lb = await firstLoss([b])
+    const policy = microPolicy(engine, checkpoint)
+    // lr 0: the weights stay, so each pool's loss is the same at every step it is drawn
+    const r = await supervisedTrain(
+      policy,
+      [
+        { name: 'a', examples: [a], share: 1 },
+        { name: 'b', examples: [b], share: 1 },
+        { name: 'off', examples: [a], share: 0 },
+      ],
+      { steps: 40, batchSize: 1, lr: 0, warmupSteps: 0, seed: 3 },
+    )
+    await policy.model.release()
+    assert.deepEqual(
+      r.pools.map((p) => p.name),
+      ['a', 'b'],
+    )
+    const [pa, pb] = r.pools
+    assert.equal(pa!.steps + pb!.steps, 40)
+    assert.ok(pa!.steps > 5 && pb!.steps > 5, `${pa!.steps} and ${pb!.steps} steps`)
+    for (const [p, l] of [
+      [pa!, la],
+      [pb!, lb],
+    ] as const) {
+      assert.ok(Math.abs(p.firstLoss - l) < 1e-5 && Math.abs(p.lastLoss - l) < 1e-5, `${p.name}: ${p.firstLoss}, ${l}`)
+    }
+    assert.ok(Math.abs(la - lb) > 1e-3)
+    assert.deepEqual(Object.keys(poolLossStats(r.pools)).sort(), [
+      'aFirstLoss',
+      'aLastLoss',
+      'aSteps',
+      'bFirstLoss',
+      'bLastLoss',
+      'bSteps',
+    ])
   })
 
   it('rejects weights that do not match the response', async () => {

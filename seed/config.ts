@@ -265,6 +265,12 @@ export const Stage2Schema = z.strictObject({
   entropyCoef: coefficient(),
   opdCoef: coefficient(),
   opdBeta: z.number().positive(),
+  /**
+   * b in l = (g − b)·(t − s) (a deviation from the paper, which has b = 0): the gate's constant part raises every
+   * sampled token alike, which on on-policy samples is 0 in expectation and noise in a batch; 0.5, the gate of a
+   * teacher that agrees with the student, leaves the expected gradient and centres the push (docs/algorithm.md §6.3).
+   */
+  opdGateBaseline: z.number().min(0).lt(1).default(0),
   advantageMode: z.enum(['mean', 'meanStd']),
   /** `steps`: the code's pooled step statistics (unbiased std); `trajectories`: the paper's (population std). */
   advantageStatistics: z.enum(['steps', 'trajectories']),

@@ -202,17 +202,21 @@ export interface OpdTerm {
 }
 
 /**
- * gap = t − sg(s), g = sg(σ(β·gap)), l = g·(t − s), averaged over response tokens of analyzed samples:
- * ∂l/∂s = −g, a gate-weighted NLL on the sampled tokens. No clipping, no ratio, no gap normalization.
+ * gap = t − sg(s), g = sg(σ(β·gap)), l = (g − b)·(t − s), averaged over response tokens of analyzed samples:
+ * ∂l/∂s = −(g − b), a gate-weighted NLL on the sampled tokens. No clipping, no ratio, no gap normalization.
+ * The reference has b = 0; `gateBaseline` b ∈ [0, 1) subtracts a constant from the gate (seedflow's switch).
  */
 export function opdLoss(
   op: Builder,
   x: OpdInputs,
-  options: { beta?: number; aggregation?: Aggregation } = {},
+  options: { beta?: number; gateBaseline?: number; aggregation?: Aggregation } = {},
 ): OpdTerm {
   checkTokens('opdLoss', { logProbs: x.logProbs, teacherLogProbs: x.teacherLogProbs, mask: x.mask })
   const beta = options.beta ?? LOSS_CONSTANTS.opdBeta
   if (!(beta > 0)) throw new LossConfigError(`opdLoss: beta must be > 0, got ${beta}`)
+  const baseline = options.gateBaseline ?? 0
+  if (!(baseline >= 0 && baseline < 1))
+    throw new LossConfigError(`opdLoss: gateBaseline must be in [0, 1), got ${baseline}`)
   const m = x.sampleMask
   if (m.dtype !== x.logProbs.dtype || m.shape.length !== 1) {
     throw new SeedInputError(
@@ -224,7 +228,8 @@ export function opdLoss(
     const teacher = op.stopGradient(x.teacherLogProbs)
     const gap = op.Sub(teacher, op.stopGradient(x.logProbs))
     const gate = op.stopGradient(op.Sigmoid(op.Mul(gap, beta)))
-    const perToken = op.Mul(gate, op.Sub(teacher, x.logProbs))
+    const weight = baseline === 0 ? gate : op.Sub(gate, baseline)
+    const perToken = op.Mul(weight, op.Sub(teacher, x.logProbs))
     const dtype = x.logProbs.dtype
     const active = op.Cast(op.Greater(mask, 0), dtype)
     return {
@@ -264,6 +269,8 @@ export interface ActorLossConfig {
   aggregation?: Aggregation
   ppo?: Omit<PpoOptions, 'aggregation' | 'clampLogRatio'>
   opdBeta?: number
+  /** b in the OPD term's (g − b)·(t − s); default 0 (the reference). */
+  opdGateBaseline?: number
   /** seedflow's ±20 clamp of the log-ratios before exp, in PPO and the KL (default true; false: the reference). */
   clampLogRatios?: boolean
 }
@@ -317,7 +324,7 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
         sampleMask: need(x.opdSampleMask, 'opdSampleMask'),
         mask: x.mask,
       },
-      { beta: config.opdBeta ?? LOSS_CONSTANTS.opdBeta, aggregation },
+      { beta: config.opdBeta ?? LOSS_CONSTANTS.opdBeta, gateBaseline: config.opdGateBaseline ?? 0, aggregation },
     )
     result.opd = opd
     if (config.opdCoef !== 0) total = op.Add(total, op.Mul(opd.loss, config.opdCoef))

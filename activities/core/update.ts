@@ -31,6 +31,7 @@ export type UpdateSettings = Pick<
   | 'entropyCoef'
   | 'opdCoef'
   | 'opdBeta'
+  | 'opdGateBaseline'
   | 'advantageMode'
   | 'advantageStatistics'
   | 'perEpisodeWeight'
@@ -189,6 +190,7 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
       entropyCoef: settings.entropyCoef,
       opdCoef: settings.opdCoef,
       opdBeta: settings.opdBeta,
+      opdGateBaseline: settings.opdGateBaseline,
       aggregation: settings.aggregation,
       ppo: { clipLow: settings.clipLow, clipHigh: settings.clipHigh, clipRatioC: settings.clipRatioC },
       clampLogRatios: settings.clampLogRatios,

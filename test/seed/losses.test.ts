@@ -103,12 +103,12 @@ const klReferenceBuild: Build = (op, x) => ({
 const entropyBuild: Build = (op, x) => ({ loss: entropyTerm(op, { entropy: x.entropy, mask: x.mask }).loss })
 const sftBuild: Build = (op, x) => ({ loss: sftLoss(op, { logProbs: x.s, mask: x.mask }).loss })
 const opdBuild =
-  (beta?: number): Build =>
+  (beta?: number, gateBaseline?: number): Build =>
   (op, x) => {
     const r = opdLoss(
       op,
       { logProbs: x.s, teacherLogProbs: x.teacher, sampleMask: x.sampleMask, mask: x.mask },
-      beta === undefined ? {} : { beta },
+      { ...(beta === undefined ? {} : { beta }), ...(gateBaseline === undefined ? {} : { gateBaseline }) },
     )
     return {
       loss: r.loss,
@@ -344,6 +344,18 @@ describe('gated on-policy distillation', () => {
     close(out.gateMean![0]!, 0.5, 5e-8, 'gate mean') // (σ(1) + σ(−1)) / 2
     close(out.positiveGapShare![0]!, 0.5, 5e-8, 'positive gap share')
     closeAll(out.s_grad!, [-0.3655293, -0.1344707, 0, 0], 1e-7, 's_grad')
+  })
+
+  it('with a gate baseline b, weighs each token by g − b: the test vector with b = 0.5', async () => {
+    const out = await runTerm(engine, opdBuild(1, 0.5), vector, { grad: true })
+    const g = 1 / (1 + Math.exp(-1)) // row 0: gaps +1 and −1, gates σ(1) and σ(−1)
+    // (g − 0.5)·1 and (1 − g − 0.5)·(−1) are both g − 0.5: the centred term is ≥ 0 wherever it is not 0
+    close(out.loss![0]!, g - 0.5, 1e-7, 'loss')
+    close(out.gateMean![0]!, 0.5, 5e-8, 'gate mean (the gate itself, before the baseline)')
+    closeAll(out.s_grad!, [-(g - 0.5) / 2, (g - 0.5) / 2, 0, 0], 1e-7, 's_grad: the disfavoured token is lowered')
+    const fd = await checkGradient(engine, opdBuild(undefined, 0.5), randomBatch(14))
+    assert.ok(fd.worst < 1e-7, `worst |analytic − numeric| = ${fd.worst}`)
+    await assert.rejects(runTerm(engine, opdBuild(1, 1), vector), LossConfigError)
   })
 
   it('the typed-array reference reproduces the test vector too', () => {

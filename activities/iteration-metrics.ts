@@ -83,6 +83,10 @@ export const ITERATION_METRICS = {
   'rescore/max_sampler_gap': max('rescore', 'maxSamplerGap'),
   'rescore/teacher_gap_expert': weighted('rescore', 'teacherGapExpert', 'teacherGapExpertSamples'),
   'rescore/teacher_gap_other': weighted('rescore', 'teacherGapOther', 'teacherGapOtherSamples'),
+  /** With the `control` OPD gate: log π_teacher − log π_control per response, on expert and on other actions. */
+  'rescore/control_gap_expert': weighted('rescore', 'controlGapExpert', 'controlGapExpertSamples'),
+  'rescore/control_gap_other': weighted('rescore', 'controlGapOther', 'controlGapOtherSamples'),
+  'rescore/uncontrolled_samples': sum('rescore', 'uncontrolledSamples'),
   'update/samples': sum('update', 'samples'),
   'update/mini_batches': sum('update', 'miniBatches'),
   'update/loss': weighted('update', 'loss', 'samples'),

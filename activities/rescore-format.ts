@@ -9,12 +9,14 @@
 //                          {"producer":"seedflow <version>","samples":n,"tokenIds":I,"logProbs":L,"float":"float64"}
 //   16+H        40·n       sample table, one 40-byte record per sample:
 //                            +0 u32 trajectory  +4 u32 group  +8 u32 step
-//                            +12 u32 flags (bit 0 valid, bit 1 teacher log-probs, bit 2 teacher prompt)
+//                            +12 u32 flags (bit 0 valid, bit 1 teacher log-probs, bit 2 teacher prompt,
+//                                           bit 3 control log-probs: the `control` OPD gate, only with bit 1)
 //                            +16 u32 prompt tokens P  +20 u32 response tokens R  +24 u32 teacher prompt tokens Q
 //                            +28 u32 trajectory length (steps)  +32 f64 episode reward
 //   then       4·I + pad   token ids (u32), sample by sample: prompt (P), response (R), teacher prompt (Q);
 //                          zero bytes up to a multiple of 8
-//   then       8·L         log-probs (f64), sample by sample: old (R), ref (R), teacher (R, when bit 1 is set)
+//   then       8·L         log-probs (f64), sample by sample: old (R), ref (R), teacher (R, when bit 1 is set),
+//                          control (R, when bit 3 is set)
 //
 // The file is exactly that long: a shorter one is truncated, a longer one has trailing bytes, both corrupt.
 // Log-probs are float64 because the score graph runs in the model's dtype (float32 by default, float64 on
@@ -32,8 +34,13 @@ const PREAMBLE_BYTES = 16
 const RECORD_BYTES = 40
 const U32_MAX = 0xffff_ffff
 
-const FLAG = { valid: 1, teacher: 2, teacherPrompt: 4 } as const
-const KNOWN_FLAGS = FLAG.valid | FLAG.teacher | FLAG.teacherPrompt
+const FLAG = { valid: 1, teacher: 2, teacherPrompt: 4, control: 8 } as const
+const KNOWN_FLAGS = FLAG.valid | FLAG.teacher | FLAG.teacherPrompt | FLAG.control
+
+/** The log-prob arrays of a sample in file order: old, ref, then teacher and control where present. */
+function logProbArrays(s: ScoredSample): Float64Array[] {
+  return [s.old, s.ref, ...(s.teacher ? [s.teacher] : []), ...(s.control ? [s.control] : [])]
+}
 
 /** The decoded file is not a rescore artifact this version can read: wrong magic or version, truncated, inconsistent. */
 export class RescoreFormatError extends Error {
@@ -45,7 +52,7 @@ export interface RescoreHeader {
   samples: number
   /** Token ids in the file (prompt, response and teacher prompt ids of every sample). */
   tokenIds: number
-  /** Log-probs in the file (old, ref and, where present, teacher of every sample). */
+  /** Log-probs in the file (old, ref and, where present, teacher and control of every sample). */
   logProbs: number
   float: 'float64'
 }
@@ -65,15 +72,21 @@ export function encodeRescore(samples: readonly ScoredSample[]): Buffer {
   let logProbs = 0
   samples.forEach((s, i) => {
     const R = s.responseIds.length
-    const lengths = [s.old.length, s.ref.length, ...(s.teacher ? [s.teacher.length] : [])]
-    if (lengths.some((n) => n !== R)) {
+    const arrays = logProbArrays(s)
+    if (arrays.some((a) => a.length !== R)) {
       throw new RangeError(
         `rescore encode: sample ${i} (trajectory ${s.trajectory}, step ${s.step}) has ${R} response tokens but ` +
-          `${s.old.length} old, ${s.ref.length} ref and ${s.teacher?.length ?? 'no'} teacher log-probs`,
+          `${s.old.length} old, ${s.ref.length} ref, ${s.teacher?.length ?? 'no'} teacher and ` +
+          `${s.control?.length ?? 'no'} control log-probs`,
+      )
+    }
+    if (s.control && !s.teacher) {
+      throw new RangeError(
+        `rescore encode: sample ${i} (trajectory ${s.trajectory}, step ${s.step}) has control log-probs but no teacher`,
       )
     }
     tokenIds += s.promptIds.length + R + (s.teacherPromptIds?.length ?? 0)
-    logProbs += R * (s.teacher ? 3 : 2)
+    logProbs += R * arrays.length
   })
   const header: RescoreHeader = {
     producer: `seedflow ${SEEDFLOW_VERSION}`,
@@ -97,7 +110,10 @@ export function encodeRescore(samples: readonly ScoredSample[]): Buffer {
   samples.forEach((s, i) => {
     const at = tableAt + RECORD_BYTES * i
     const flags =
-      (s.valid ? FLAG.valid : 0) | (s.teacher ? FLAG.teacher : 0) | (s.teacherPromptIds ? FLAG.teacherPrompt : 0)
+      (s.valid ? FLAG.valid : 0) |
+      (s.teacher ? FLAG.teacher : 0) |
+      (s.teacherPromptIds ? FLAG.teacherPrompt : 0) |
+      (s.control ? FLAG.control : 0)
     out.writeUInt32LE(u32(s.trajectory, 'trajectory'), at)
     out.writeUInt32LE(u32(s.group, 'group'), at + 4)
     out.writeUInt32LE(u32(s.step, 'step'), at + 8)
@@ -113,7 +129,7 @@ export function encodeRescore(samples: readonly ScoredSample[]): Buffer {
         id += 4
       }
     }
-    for (const values of [s.old, s.ref, ...(s.teacher ? [s.teacher] : [])]) {
+    for (const values of logProbArrays(s)) {
       for (const v of values) {
         out.writeDoubleLE(v, lp)
         lp += 8
@@ -156,6 +172,7 @@ export function decodeRescore(bytes: Uint8Array, source: string): ScoredSample[]
     const at = tableAt + RECORD_BYTES * i
     const flags = buf.readUInt32LE(at + 12)
     if ((flags & ~KNOWN_FLAGS) !== 0) throw fail(`sample ${i} has unknown flags 0x${flags.toString(16)}`)
+    if (flags & FLAG.control && !(flags & FLAG.teacher)) throw fail(`sample ${i} has control log-probs but no teacher`)
     return {
       trajectory: buf.readUInt32LE(at),
       group: buf.readUInt32LE(at + 4),
@@ -169,7 +186,8 @@ export function decodeRescore(bytes: Uint8Array, source: string): ScoredSample[]
     }
   })
   const tokenIds = records.reduce((n, r) => n + r.P + r.R + r.Q, 0)
-  const logProbs = records.reduce((n, r) => n + r.R * (r.flags & FLAG.teacher ? 3 : 2), 0)
+  const arraysOf = (flags: number) => 2 + (flags & FLAG.teacher ? 1 : 0) + (flags & FLAG.control ? 1 : 0)
+  const logProbs = records.reduce((n, r) => n + r.R * arraysOf(r.flags), 0)
   if (tokenIds !== header.tokenIds || logProbs !== header.logProbs) {
     throw fail(
       `the header counts ${header.tokenIds} token ids and ${header.logProbs} log-probs, ` +
@@ -210,6 +228,7 @@ export function decodeRescore(bytes: Uint8Array, source: string): ScoredSample[]
       old,
       ref,
       teacher: r.flags & FLAG.teacher ? floats(r.R) : null,
+      ...(r.flags & FLAG.control ? { control: floats(r.R) } : {}),
       teacherPromptIds: r.flags & FLAG.teacherPrompt ? teacherPromptIds : null,
     }
   })

@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { LORA_TARGETS } from '../policy/lora-targets.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms.ts'
 import { issueProblems } from './config-problems.ts'
+import { OPD_GATES } from './losses.ts'
 
 /** The environments of `envs/ENVS` (a test checks the two agree). */
 export const RUN_ENV_NAMES = ['sokoban', 'ezpoints', 'household', 'shop', 'searchqa'] as const
@@ -271,6 +272,11 @@ export const Stage2Schema = z.strictObject({
    * teacher that agrees with the student, leaves the expected gradient and centres the push (docs/algorithm.md §6.3).
    */
   opdGateBaseline: z.number().min(0).lt(1).default(0),
+  /**
+   * What the OPD gate compares the teacher with: `student` (the reference) or `control`, π_old reading another
+   * task's skill block, so the gate measures what this skill adds over any skill (docs/algorithm.md §6.3).
+   */
+  opdGate: z.enum(OPD_GATES).default('student'),
   advantageMode: z.enum(['mean', 'meanStd']),
   /** `steps`: the code's pooled step statistics (unbiased std); `trajectories`: the paper's (population std). */
   advantageStatistics: z.enum(['steps', 'trajectories']),

@@ -67,6 +67,8 @@ export {
   LOSS_CONSTANTS,
   type LossTerms,
   maskedMean,
+  OPD_GATES,
+  type OpdGate,
   type OpdInputs,
   type OpdTerm,
   opdLoss,

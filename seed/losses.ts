@@ -180,11 +180,21 @@ export function entropyTerm(
 
 // ---- gated on-policy distillation (docs/algorithm.md §6.3) ----
 
+/**
+ * What the OPD gate compares the teacher with. `student`: the live student on the ordinary prompt (the reference,
+ * g = σ(β·(t − s))). `control`: π_old on the same prompt carrying another task's skill block
+ * (g = σ(β·(t − c))), so the gate measures what this skill adds over any skill block (seedflow's switch).
+ */
+export const OPD_GATES = ['student', 'control'] as const
+export type OpdGate = (typeof OPD_GATES)[number]
+
 export interface OpdInputs extends TokenMask {
   /** log π_θ of the sampled tokens on the ordinary prompt (the student, live). */
   logProbs: Value
   /** log π_k of the same tokens on the skill-augmented prompt (the teacher, fixed); (B, T). */
   teacherLogProbs: Value
+  /** With the `control` gate: log π_k of the same tokens on the prompt with a control skill block; (B, T). */
+  controlLogProbs?: Value
   /** 1 for step samples of analyzed trajectories, 0 otherwise; (B). */
   sampleMask: Value
 }
@@ -193,9 +203,9 @@ export interface OpdTerm {
   loss: Value
   /** Masked mean of the gate σ(β·gap). */
   gateMean: Value
-  /** Share of distilled tokens whose teacher − student gap is positive (gate > 0.5). */
+  /** Share of distilled tokens whose gap is positive (gate > 0.5). */
   positiveGapShare: Value
-  /** Masked mean of the gap t − s. */
+  /** Masked mean of the gap: t − s, or t − c with the control gate. */
   gapMean: Value
   /** Distilled tokens over all B·T positions, padding included. */
   activeTokenShare: Value
@@ -205,13 +215,24 @@ export interface OpdTerm {
  * gap = t − sg(s), g = sg(σ(β·gap)), l = (g − b)·(t − s), averaged over response tokens of analyzed samples:
  * ∂l/∂s = −(g − b), a gate-weighted NLL on the sampled tokens. No clipping, no ratio, no gap normalization.
  * The reference has b = 0; `gateBaseline` b ∈ [0, 1) subtracts a constant from the gate (seedflow's switch).
+ * With `gate: 'control'` the gap is t − c (both fixed); the loss and its gradient keep their form.
  */
 export function opdLoss(
   op: Builder,
   x: OpdInputs,
-  options: { beta?: number; gateBaseline?: number; aggregation?: Aggregation } = {},
+  options: { beta?: number; gateBaseline?: number; gate?: OpdGate; aggregation?: Aggregation } = {},
 ): OpdTerm {
-  checkTokens('opdLoss', { logProbs: x.logProbs, teacherLogProbs: x.teacherLogProbs, mask: x.mask })
+  const gateKind = options.gate ?? 'student'
+  if (!OPD_GATES.includes(gateKind))
+    throw new LossConfigError(`opdLoss: unknown gate ${JSON.stringify(gateKind)}; expected one of ${OPD_GATES}`)
+  if (gateKind === 'control' && !x.controlLogProbs)
+    throw new LossConfigError('opdLoss: the control gate needs controlLogProbs')
+  checkTokens('opdLoss', {
+    logProbs: x.logProbs,
+    teacherLogProbs: x.teacherLogProbs,
+    mask: x.mask,
+    ...(gateKind === 'control' ? { controlLogProbs: x.controlLogProbs as Value } : {}),
+  })
   const beta = options.beta ?? LOSS_CONSTANTS.opdBeta
   if (!(beta > 0)) throw new LossConfigError(`opdLoss: beta must be > 0, got ${beta}`)
   const baseline = options.gateBaseline ?? 0
@@ -226,7 +247,8 @@ export function opdLoss(
   return op.scope('opd', () => {
     const mask = op.Mul(x.mask, op.Unsqueeze(m, [1])) // (B, T)
     const teacher = op.stopGradient(x.teacherLogProbs)
-    const gap = op.Sub(teacher, op.stopGradient(x.logProbs))
+    const base = gateKind === 'control' ? (x.controlLogProbs as Value) : x.logProbs
+    const gap = op.Sub(teacher, op.stopGradient(base))
     const gate = op.stopGradient(op.Sigmoid(op.Mul(gap, beta)))
     const weight = baseline === 0 ? gate : op.Sub(gate, baseline)
     const perToken = op.Mul(weight, op.Sub(teacher, x.logProbs))
@@ -271,6 +293,8 @@ export interface ActorLossConfig {
   opdBeta?: number
   /** b in the OPD term's (g − b)·(t − s); default 0 (the reference). */
   opdGateBaseline?: number
+  /** What the gate compares the teacher with; default `student` (the reference). */
+  opdGate?: OpdGate
   /** seedflow's ±20 clamp of the log-ratios before exp, in PPO and the KL (default true; false: the reference). */
   clampLogRatios?: boolean
 }
@@ -279,6 +303,8 @@ export interface ActorLossInputs extends PpoInputs {
   refLogProbs?: Value
   entropy?: Value
   teacherLogProbs?: Value
+  /** With the `control` gate. */
+  controlLogProbs?: Value
   opdSampleMask?: Value
 }
 
@@ -323,8 +349,14 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
         teacherLogProbs: need(x.teacherLogProbs, 'teacherLogProbs'),
         sampleMask: need(x.opdSampleMask, 'opdSampleMask'),
         mask: x.mask,
+        ...(config.opdGate === 'control' ? { controlLogProbs: need(x.controlLogProbs, 'controlLogProbs') } : {}),
       },
-      { beta: config.opdBeta ?? LOSS_CONSTANTS.opdBeta, gateBaseline: config.opdGateBaseline ?? 0, aggregation },
+      {
+        beta: config.opdBeta ?? LOSS_CONSTANTS.opdBeta,
+        gateBaseline: config.opdGateBaseline ?? 0,
+        gate: config.opdGate ?? 'student',
+        aggregation,
+      },
     )
     result.opd = opd
     if (config.opdCoef !== 0) total = op.Add(total, op.Mul(opd.loss, config.opdCoef))

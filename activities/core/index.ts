@@ -55,7 +55,14 @@ export {
   promptContext,
   stepPrompt,
 } from './prompts.ts'
-export { type RescoreInput, type RescoreResult, type RescoreStats, rescore, type ScoredSample } from './rescore.ts'
+export {
+  type RescoreInput,
+  type RescoreResult,
+  type RescoreStats,
+  rescore,
+  type ScoredSample,
+  type SideMeans,
+} from './rescore.ts'
 export {
   type RolloutInput,
   type RolloutResult,

@@ -158,6 +158,31 @@ export function teacherBlocks(
   return blocks
 }
 
+/**
+ * The control block of every taught trajectory (indexed by trajectory id) for the `control` OPD gate: the taught
+ * trajectories in id order, each takes the teacher block of the one half the list ahead (cyclically), stepping
+ * on past trajectories of its own group, so a control skill is always another task's. Null where there is no
+ * other group's block (and for trajectories without a teacher block).
+ */
+export function controlBlocks(
+  blocks: readonly (string | null)[],
+  trajectories: readonly RolloutTrajectory[],
+): (string | null)[] {
+  const taught = trajectories.filter((t) => blocks[t.id]).sort((a, b) => a.id - b.id)
+  const out = new Array<string | null>(Math.max(0, ...trajectories.map((t) => t.id + 1))).fill(null)
+  const half = Math.floor(taught.length / 2)
+  taught.forEach((t, i) => {
+    for (let k = 0; k < taught.length; k++) {
+      const other = taught[(i + Math.max(half, 1) + k) % taught.length]!
+      if (other.group !== t.group) {
+        out[t.id] = blocks[other.id] ?? null
+        return
+      }
+    }
+  })
+  return out
+}
+
 /** The loss terms of the row's update; a row without RL has none. */
 export function lossTerms(algorithm: AlgorithmName): LossTerms {
   const terms = ALGORITHMS[algorithm].loss

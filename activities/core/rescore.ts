@@ -1,6 +1,7 @@
 // Rescore (docs/algorithm.md §3): for every sampled response token, log π_old (the acting weights on the
 // ordinary prompt), log π_ref (the KL reference on the same prompt) and, where the row has a teacher and the
-// trajectory has a skill, log π_old on the skill-augmented prompt (same response tokens, appended unchanged).
+// trajectory has a skill, log π_old on the skill-augmented prompt (same response tokens, appended unchanged);
+// with the `control` OPD gate also log π_old on the prompt carrying another task's block (docs/algorithm.md §6.3).
 import type { PolicyModel, ScoreItem } from '../../policy/policy-model.ts'
 import { type FitTally, tallyFits } from '../../seed/index.ts'
 import type { Policy } from './policy.ts'
@@ -24,6 +25,8 @@ export interface ScoredSample {
   ref: Float64Array
   /** log π_old on the teacher prompt; null where there is no teacher signal (OPD masked). */
   teacher: Float64Array | null
+  /** log π_old on the control prompt (the `control` gate; set wherever `teacher` is), else null or absent. */
+  control?: Float64Array | null
   /** The teacher prompt as the model saw it (under `left` truncation, its last ids: docs/algorithm.md §13). */
   teacherPromptIds: number[] | null
 }
@@ -35,11 +38,24 @@ export interface RescoreInput {
    * hindsight block of `grpo-opsd`), indexed by trajectory id; null or absent: no teacher for it.
    */
   teacherBlocks?: readonly (string | null)[]
+  /**
+   * The control block of each trajectory (the `control` OPD gate, plan.ts `controlBlocks`), indexed like
+   * `teacherBlocks`. When given, a sample gets a teacher signal only if its control prompt keeps its block too.
+   */
+  controlBlocks?: readonly (string | null)[]
   budget: PromptBudgetSettings
   /** Log-probs at this temperature (the rollout temperature, 1.0 in training). */
   temperature: number
   /** Items per score run. */
   batchSize: number
+}
+
+/** A per-response mean over samples of expert actions and over the others (null where a side has none). */
+export interface SideMeans {
+  expert: number | null
+  expertSamples: number
+  other: number | null
+  otherSamples: number
 }
 
 export interface RescoreStats {
@@ -54,7 +70,11 @@ export interface RescoreStats {
    * environment expert's and over the others (a skill that carries hindsight raises the first and lowers the
    * second); null where there is no such sample.
    */
-  teacherGap: { expert: number | null; expertSamples: number; other: number | null; otherSamples: number }
+  teacherGap: SideMeans
+  /** With control blocks: log π_teacher − log π_control, averaged like `teacherGap`; else null. */
+  controlGap: SideMeans | null
+  /** Samples whose teacher prompt kept its block but that have no control (no other group's block, or it was dropped). */
+  uncontrolledSamples: number
   seconds: number
 }
 
@@ -72,16 +92,24 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
   const samples: ScoredSample[] = []
   const fits: FittedPrompt[] = []
   const teacherItems: Array<{ index: number; item: ScoreItem }> = []
+  const controlItems: ScoreItem[] = []
+  const controlled = input.controlBlocks !== undefined
+  let uncontrolledSamples = 0
   for (const t of input.trajectories) {
     const block = input.teacherBlocks?.[t.id] ?? null
+    const controlBlock = input.controlBlocks?.[t.id] ?? null
     t.steps.forEach((s, step) => {
       let teacherPromptIds: number[] | null = null
       if (block) {
         const fit = fitPrompt(policy.codec, s.promptText, input.budget, block)
         fits.push(fit)
-        if (!fit.blockDropped) {
+        const control =
+          controlled && controlBlock ? fitPrompt(policy.codec, s.promptText, input.budget, controlBlock) : null
+        if (!fit.blockDropped && controlled && (!control || control.blockDropped)) uncontrolledSamples++
+        else if (!fit.blockDropped) {
           teacherPromptIds = fit.ids
           teacherItems.push({ index: samples.length, item: { context: teacherPromptIds, response: s.responseIds } })
+          if (control) controlItems.push({ context: control.ids, response: s.responseIds })
         }
       }
       samples.push({
@@ -97,6 +125,7 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
         old: new Float64Array(0),
         ref: new Float64Array(0),
         teacher: null,
+        ...(controlled ? { control: null } : {}),
         teacherPromptIds,
       })
     })
@@ -109,6 +138,7 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
     teacherItems.map((t) => t.item),
     input,
   )
+  const control = await scoreAll(policy.model, controlItems, input)
   let maxSamplerGap = 0
   samples.forEach((s, i) => {
     s.old = old[i]!
@@ -123,7 +153,9 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
     }
   }
   teacherItems.forEach((t, i) => {
-    samples[t.index]!.teacher = teacher[i]!
+    const s = samples[t.index]!
+    s.teacher = teacher[i]!
+    if (controlled) s.control = control[i]!
   })
   return {
     samples,
@@ -132,19 +164,22 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
       teacherSamples: teacherItems.length,
       teacherTruncation: tallyFits(fits),
       maxSamplerGap,
-      teacherGap: teacherGap(samples),
+      teacherGap: sideMeans(samples, (s) => s.old),
+      controlGap: controlled ? sideMeans(samples, (s) => s.control ?? null) : null,
+      uncontrolledSamples,
       seconds: (performance.now() - started) / 1000,
     },
   }
 }
 
-/** The mean teacher-minus-old log-prob of whole responses, for expert and for other actions. */
-function teacherGap(samples: readonly ScoredSample[]): RescoreStats['teacherGap'] {
+/** The mean of log π_teacher − `base` over whole responses, for expert and for other actions. */
+function sideMeans(samples: readonly ScoredSample[], base: (s: ScoredSample) => Float64Array | null): SideMeans {
   const sums = { expert: [0, 0], other: [0, 0] }
   for (const s of samples) {
-    if (!s.teacher || s.expert === undefined) continue
+    const b = base(s)
+    if (!s.teacher || !b || s.expert === undefined) continue
     let gap = 0
-    for (let k = 0; k < s.teacher.length; k++) gap += s.teacher[k]! - s.old[k]!
+    for (let k = 0; k < s.teacher.length; k++) gap += s.teacher[k]! - b[k]!
     const side = sums[s.expert ? 'expert' : 'other']
     side[0]! += gap
     side[1]! += 1

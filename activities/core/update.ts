@@ -12,6 +12,7 @@ import {
   CODE_STATISTICS,
   groupAdvantages,
   type LossTerms,
+  type OpdGate,
   PAPER_STATISTICS,
   stepScore,
 } from '../../seed/index.ts'
@@ -32,6 +33,7 @@ export type UpdateSettings = Pick<
   | 'opdCoef'
   | 'opdBeta'
   | 'opdGateBaseline'
+  | 'opdGate'
   | 'advantageMode'
   | 'advantageStatistics'
   | 'perEpisodeWeight'
@@ -182,6 +184,7 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
     if (terms.entropy) x.entropy = scores.entropy
     if (terms.opd) {
       x.teacherLogProbs = tokens('teacher_logp')
+      if (settings.opdGate === 'control') x.controlLogProbs = tokens('control_logp')
       x.opdSampleMask = op.input('opd_mask', dtype, ['B'])
     }
     const r = actorLoss(op, x, {
@@ -191,6 +194,7 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
       opdCoef: settings.opdCoef,
       opdBeta: settings.opdBeta,
       opdGateBaseline: settings.opdGateBaseline,
+      opdGate: settings.opdGate,
       aggregation: settings.aggregation,
       ppo: { clipLow: settings.clipLow, clipHigh: settings.clipHigh, clipRatioC: settings.clipRatioC },
       clampLogRatios: settings.clampLogRatios,
@@ -212,13 +216,14 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
   })
 }
 
-/** The train graph's feeds for one mini-batch. */
+/** The train graph's feeds for one mini-batch (`control_logp` with the `control` gate). */
 export function actorFeeds(
   policy: Policy,
   batch: readonly ScoredSample[],
   advantages: ArrayLike<number>,
   terms: LossTerms,
   temperature: number,
+  gate: OpdGate = 'student',
 ): Feeds {
   const model = policy.model
   const tb = model.tokenBatch(
@@ -229,6 +234,7 @@ export function actorFeeds(
   const old = new Float64Array(B * T)
   const ref = new Float64Array(B * T)
   const teacher = new Float64Array(B * T)
+  const control = new Float64Array(B * T)
   const adv = new Float64Array(B * T)
   const opdMask = new Float64Array(B)
   batch.forEach((s, b) => {
@@ -239,12 +245,19 @@ export function actorFeeds(
           `but ${s.old.length} old and ${s.ref.length} reference log-probs`,
       )
     }
+    if (terms.opd && gate === 'control' && s.teacher && !s.control) {
+      throw new CorePhaseError(
+        `update: sample (trajectory ${s.trajectory}, step ${s.step}) has teacher log-probs but no control ones, ` +
+          'and stage2.opdGate is control: rerun the rescore phase with this configuration',
+      )
+    }
     if (s.teacher) opdMask[b] = 1
     for (let k = 0; k < s.responseIds.length; k++) {
       const at = b * T + offset + k
       old[at] = s.old[k]!
       ref[at] = s.ref[k]!
       teacher[at] = s.teacher ? s.teacher[k]! : s.old[k]!
+      control[at] = s.teacher && s.control ? s.control[k]! : s.old[k]!
       adv[at] = advantages[b]!
     }
   })
@@ -257,6 +270,7 @@ export function actorFeeds(
   if (terms.kl) feeds.ref_logp = model.float([B, T], ref)
   if (terms.opd) {
     feeds.teacher_logp = model.float([B, T], teacher)
+    if (gate === 'control') feeds.control_logp = model.float([B, T], control)
     feeds.opd_mask = model.float([B], opdMask)
   }
   return feeds
@@ -316,7 +330,14 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
   const perMiniBatch: MiniBatchMetrics[] = []
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
     const batch = samples.slice(from, from + settings.miniBatchSize)
-    const feeds = actorFeeds(policy, batch, advantages.subarray(from, from + batch.length), terms, settings.temperature)
+    const feeds = actorFeeds(
+      policy,
+      batch,
+      advantages.subarray(from, from + batch.length),
+      terms,
+      settings.temperature,
+      settings.opdGate,
+    )
     const step = await namedNonFinite(
       trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm),
       perMiniBatch.length + 1,

@@ -1,11 +1,12 @@
 // Rescore: every step sample of the iteration scored under π_old, the KL reference and, where the row
-// distills, the teacher (π_k reading the block the plan gives each trajectory: activities/core/plan.ts).
+// distills, the teacher (π_k reading the block the plan gives each trajectory: activities/core/plan.ts) and, with
+// the `control` OPD gate, π_k reading another task's block.
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
 import type { RescoreInput } from '../contracts.ts'
-import { type RescoreStats, type RolloutTrajectory, rescore, type SkillRecord } from '../core/index.ts'
-import { iterationPlan, libraryUse, teacherBlocks } from '../core/plan.ts'
+import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../core/index.ts'
+import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { encodeRescore } from '../rescore-format.ts'
@@ -15,16 +16,22 @@ const needs = (c: RunConfig) => ({
   env: c.env,
   algorithm: c.algorithm,
   prompt: c.prompt,
-  stage2: { tasksPerStep: c.stage2.tasksPerStep, groupSize: c.stage2.groupSize, temperature: c.stage2.temperature },
+  stage2: {
+    tasksPerStep: c.stage2.tasksPerStep,
+    groupSize: c.stage2.groupSize,
+    temperature: c.stage2.temperature,
+    opdGate: c.stage2.opdGate,
+  },
 })
 
-/** The rescore's teacher gaps as manifest statistics (a mean without samples is 0 with weight 0). */
-function teacherGapStats(gap: RescoreStats['teacherGap']): Record<string, number> {
+/** A rescore gap as manifest statistics `{name}Expert`, `{name}Other` and their sample counts (no samples: 0, weight 0). */
+function gapStats(name: 'teacherGap' | 'controlGap', gap: SideMeans | null): Record<string, number> {
+  if (!gap) return {}
   return {
-    teacherGapExpert: gap.expert ?? 0,
-    teacherGapExpertSamples: gap.expertSamples,
-    teacherGapOther: gap.other ?? 0,
-    teacherGapOtherSamples: gap.otherSamples,
+    [`${name}Expert`]: gap.expert ?? 0,
+    [`${name}ExpertSamples`]: gap.expertSamples,
+    [`${name}Other`]: gap.other ?? 0,
+    [`${name}OtherSamples`]: gap.otherSamples,
   }
 }
 
@@ -101,12 +108,14 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           analysis,
           ...(library ? { library: library.skills } : {}),
         })
+        const controls = blocks && c.stage2.opdGate === 'control' ? controlBlocks(blocks, trajectories) : undefined
         const { policy } = await read.policy(snap.acting)
         const reference =
           snap.reference.sha256 === snap.acting.sha256 ? null : (await read.policy(snap.reference)).policy
         const scored = await rescore(policy, reference, {
           trajectories,
           ...(blocks ? { teacherBlocks: blocks } : {}),
+          ...(controls ? { controlBlocks: controls } : {}),
           budget: {
             maxPromptTokens: c.prompt.maxPromptTokens,
             responseTokens: c.prompt.maxResponseTokens,
@@ -128,7 +137,9 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
             teacherBlocksDropped: fits.blockDropped,
             teacherPromptsFailed: fits.failed,
             maxSamplerGap: scored.stats.maxSamplerGap,
-            ...teacherGapStats(scored.stats.teacherGap),
+            ...gapStats('teacherGap', scored.stats.teacherGap),
+            ...gapStats('controlGap', scored.stats.controlGap),
+            ...(controls ? { uncontrolledSamples: scored.stats.uncontrolledSamples } : {}),
             seconds: scored.stats.seconds,
           },
         }

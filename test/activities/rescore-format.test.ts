@@ -124,7 +124,7 @@ describe('rescore artifact format', () => {
   it('refuses to encode log-probs that do not match the response', () => {
     assert.throws(
       () => encodeRescore([sample({ ref: new Float64Array(2) })]),
-      /sample 0 \(trajectory 3, step 2\) has 3 response tokens but 3 old, 2 ref and 3 teacher log-probs/,
+      /sample 0 \(trajectory 3, step 2\) has 3 response tokens but 3 old, 2 ref, 3 teacher and no control log-probs/,
     )
   })
 })

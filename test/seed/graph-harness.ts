@@ -19,6 +19,7 @@ export interface Inputs {
   old: Value
   ref: Value
   teacher: Value
+  control: Value
   adv: Value
   mask: Value
   entropy: Value
@@ -27,7 +28,7 @@ export interface Inputs {
 
 export type Build = (op: Builder, x: Inputs) => Record<string, Value>
 
-const TOKEN_KEYS = ['s', 'old', 'ref', 'teacher', 'adv', 'mask', 'entropy'] as const
+const TOKEN_KEYS = ['s', 'old', 'ref', 'teacher', 'control', 'adv', 'mask', 'entropy'] as const
 
 /** Inputs are declared on first use, so a graph only has the inputs its term reads. */
 function lazyInputs(op: Builder, dtype: DType): Inputs {

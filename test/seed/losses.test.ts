@@ -10,6 +10,7 @@ import {
   entropyTerm,
   klLoss,
   LossConfigError,
+  type OpdGate,
   opdLoss,
   ppoClipLoss,
   SeedInputError,
@@ -44,6 +45,7 @@ function batch(B: number, T: number, parts: Partial<Record<keyof Batch, number[]
     old: tokens('old', 0),
     ref: tokens('ref', 0),
     teacher: tokens('teacher', 0),
+    control: tokens('control', 0),
     adv: tokens('adv', 0),
     mask: tokens('mask', 1),
     entropy: tokens('entropy', 0),
@@ -74,6 +76,7 @@ function randomBatch(seed: number, B = 3, T = 4): Batch {
     for (let t = 0; t < T; t++) b.mask[r * T + t] = t < length ? 1 : 0
     b.sampleMask[r] = r % 2 === 0 ? 1 : 0
   }
+  for (let i = 0; i < n; i++) b.control[i] = b.teacher[i]! + uniform(-2, 2) // drawn last: earlier fields unchanged
   return b
 }
 
@@ -103,12 +106,22 @@ const klReferenceBuild: Build = (op, x) => ({
 const entropyBuild: Build = (op, x) => ({ loss: entropyTerm(op, { entropy: x.entropy, mask: x.mask }).loss })
 const sftBuild: Build = (op, x) => ({ loss: sftLoss(op, { logProbs: x.s, mask: x.mask }).loss })
 const opdBuild =
-  (beta?: number, gateBaseline?: number): Build =>
+  (beta?: number, gateBaseline?: number, gate?: OpdGate): Build =>
   (op, x) => {
     const r = opdLoss(
       op,
-      { logProbs: x.s, teacherLogProbs: x.teacher, sampleMask: x.sampleMask, mask: x.mask },
-      { ...(beta === undefined ? {} : { beta }), ...(gateBaseline === undefined ? {} : { gateBaseline }) },
+      {
+        logProbs: x.s,
+        teacherLogProbs: x.teacher,
+        sampleMask: x.sampleMask,
+        mask: x.mask,
+        ...(gate === 'control' ? { controlLogProbs: x.control } : {}),
+      },
+      {
+        ...(beta === undefined ? {} : { beta }),
+        ...(gateBaseline === undefined ? {} : { gateBaseline }),
+        ...(gate === undefined ? {} : { gate }),
+      },
     )
     return {
       loss: r.loss,
@@ -133,6 +146,7 @@ const actorInputs = (x: Parameters<Build>[1]) => ({
   refLogProbs: x.ref,
   entropy: x.entropy,
   teacherLogProbs: x.teacher,
+  controlLogProbs: x.control,
   opdSampleMask: x.sampleMask,
 })
 
@@ -412,6 +426,45 @@ describe('gated on-policy distillation', () => {
     close(throughGate, -g - 5 * 0.5 * g * (1 - g), 1e-6, 'derivative through the gate')
     assert.ok(Math.abs(analytic - throughGate) > 0.1)
   })
+  describe('with the control gate σ(β·(t − c))', () => {
+    it('gates on the teacher against the control, and still pushes s by −g (hand-computed)', async () => {
+      // gaps t − c: +0.2 and −0.1, while t − s is −0.5 and +0.4: the student gate would rank them the other way
+      const b = batch(1, 2, { s: [-1, -1.5], teacher: [-1.5, -1.1], control: [-1.7, -1] })
+      const out = await runTerm(engine, opdBuild(undefined, undefined, 'control'), b, { grad: true })
+      const g1 = 1 / (1 + Math.exp(-1)) // σ(5·0.2)
+      const g2 = 1 / (1 + Math.exp(0.5)) // σ(5·(−0.1))
+      close(out.loss![0]!, (g1 * -0.5 + g2 * 0.4) / 2, 5e-8, 'loss = mean g·(t − s)')
+      closeAll(out.s_grad!, [-g1 / 2, -g2 / 2], 5e-8, 's_grad')
+      close(out.gapMean![0]!, 0.05, 5e-8, 'gap mean is t − c')
+      close(out.gateMean![0]!, (g1 + g2) / 2, 5e-8, 'gate mean')
+      close(out.positiveGapShare![0]!, 0.5, 5e-8, 'positive gap share')
+      const student = await runTerm(engine, opdBuild(), b, { grad: true })
+      assert.ok(Math.abs(student.s_grad![0]! - out.s_grad![0]!) > 0.1, 'the student gate gives another gradient')
+    })
+
+    it('equals the typed-array reference on random inputs, with and without a baseline', async () => {
+      for (const seed of [21, 22]) {
+        const b = randomBatch(seed)
+        const out = await runTerm(engine, opdBuild(undefined, undefined, 'control'), b, { grad: true })
+        const ref = refOpd(b, 5, 'token-mean', 'control')
+        for (const key of ['loss', 'gateMean', 'positiveGapShare', 'gapMean', 'activeTokenShare'] as const) {
+          close(out[key]![0]!, ref[key], 1e-12, `seed ${seed} ${key}`)
+        }
+        closeAll(out.s_grad!, ref.grad, 1e-12, `seed ${seed} gradient`)
+      }
+      const fd = await checkGradient(engine, opdBuild(undefined, 0.5, 'control'), randomBatch(23))
+      assert.ok(fd.worst < 1e-7, `worst |analytic − numeric| = ${fd.worst}`)
+    })
+
+    it('refuses to build without control log-probs, or with an unknown gate', () => {
+      const op = createBuilder(new Graph('refuse'))
+      const s = op.input('s', 'float64', ['B', 'T'])
+      const m = op.input('m', 'float64', ['B'])
+      const x = { logProbs: s, teacherLogProbs: s, mask: s, sampleMask: m }
+      assert.throws(() => opdLoss(op, x, { gate: 'control' }), /control gate needs controlLogProbs/)
+      assert.throws(() => opdLoss(op, x, { gate: 'teacher' as OpdGate }), /unknown gate "teacher"/)
+    })
+  })
 })
 
 describe('SFT loss', () => {
@@ -438,6 +491,20 @@ describe('combined actor loss', () => {
       const out = await runTerm(engine, actorBuild(config), b)
       close(out.loss![0]!, refActor(b, { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0.01, steps: 4 }), 1e-12, 'loss')
     }
+  })
+
+  it('with opdGate control, adds λ times the control-gated OPD term (reference, random inputs)', async () => {
+    const b = randomBatch(24)
+    const config = { ...SEED_CONFIG, opdCoef: 0.5, opdGate: 'control' as const }
+    const out = await runTerm(engine, actorBuild(config), b)
+    close(
+      out.loss![0]!,
+      refActor(b, { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0.5, gate: 'control' }),
+      1e-12,
+      'loss',
+    )
+    const student = refActor(b, { klCoef: 0.01, entropyCoef: 0.001, opdCoef: 0.5 })
+    assert.ok(Math.abs(out.loss![0]! - student) > 1e-4, `the student gate gives ${student}: the check can fail`)
   })
 
   it('uses the aggregation mode for every term', async () => {

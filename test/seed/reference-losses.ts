@@ -9,6 +9,8 @@ export interface Batch {
   old: Float64Array
   ref: Float64Array
   teacher: Float64Array
+  /** log π_old under a control skill block (the `control` OPD gate) */
+  control: Float64Array
   adv: Float64Array
   mask: Float64Array
   entropy: Float64Array
@@ -91,11 +93,19 @@ export function refEntropy(b: Batch, mode: RefAggregation = 'token-mean') {
   )
 }
 
-/** The OPD term and, since the gate is held fixed, its exact gradient with respect to s. */
-export function refOpd(b: Batch, beta = 5, mode: RefAggregation = 'token-mean') {
+/**
+ * The OPD term and, since the gate is held fixed, its exact gradient with respect to s. The gate's gap is t − s,
+ * or t − c with the control gate; the loss is always g·(t − s).
+ */
+export function refOpd(
+  b: Batch,
+  beta = 5,
+  mode: RefAggregation = 'token-mean',
+  gateOn: 'student' | 'control' = 'student',
+) {
   const n = b.B * b.T
   const mask = (i: number) => b.mask[i]! * b.sampleMask[Math.floor(i / b.T)]!
-  const gap = (i: number) => b.teacher[i]! - b.s[i]!
+  const gap = (i: number) => b.teacher[i]! - (gateOn === 'control' ? b.control[i]! : b.s[i]!)
   const gate = (i: number) => sigmoid(beta * gap(i))
   let count = 0
   let active = 0
@@ -106,7 +116,7 @@ export function refOpd(b: Batch, beta = 5, mode: RefAggregation = 'token-mean') 
   const grad = new Float64Array(n)
   if (mode === 'token-mean') for (let i = 0; i < n; i++) grad[i] = (-gate(i) * mask(i)) / (count + EPS)
   return {
-    loss: refAggregate(b, (i) => gate(i) * gap(i), mask, mode),
+    loss: refAggregate(b, (i) => gate(i) * (b.teacher[i]! - b.s[i]!), mask, mode),
     gateMean: refMaskedMean(b, gate, mask),
     positiveGapShare: refMaskedMean(b, (i) => (gap(i) > 0 ? 1 : 0), mask),
     gapMean: refMaskedMean(b, gap, mask),
@@ -129,13 +139,14 @@ export interface RefCoefficients {
   opdCoef: number
   beta?: number
   steps?: number
+  gate?: 'student' | 'control'
 }
 
 export function refActor(b: Batch, c: RefCoefficients, mode: RefAggregation = 'token-mean') {
   const total =
     refPpo(b, mode).loss -
     c.entropyCoef * refEntropy(b, mode) +
-    c.opdCoef * refOpd(b, c.beta ?? 5, mode).loss +
+    c.opdCoef * refOpd(b, c.beta ?? 5, mode, c.gate).loss +
     c.klCoef * refKl(b, mode)
   return total / (c.steps ?? 1)
 }

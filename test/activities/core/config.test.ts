@@ -29,7 +29,7 @@ describe('run config', () => {
     const bad = {
       ...c,
       algorithm: 'ppo',
-      stage2: { ...c.stage2, groupSize: 0, maxEnvSteps: 40 },
+      stage2: { ...c.stage2, groupSize: 0, maxEnvSteps: 40, opdGate: 'teacher' },
       evaluation: { ...c.evaluation, temperature: -1 },
     }
     const r = parseRunConfig(bad)
@@ -38,8 +38,15 @@ describe('run config', () => {
     const paths = r.problems.map((p) => p.split(':')[0])
     assert.ok(paths.includes('algorithm'), r.problems.join('\n'))
     assert.ok(paths.includes('stage2.groupSize'), r.problems.join('\n'))
+    assert.ok(paths.includes('stage2.opdGate'), r.problems.join('\n'))
     assert.ok(paths.includes('evaluation.temperature'), r.problems.join('\n'))
     assert.throws(() => runConfig(bad), RunConfigError)
+  })
+
+  it("defaults the OPD gate to the reference's and accepts the control gate", () => {
+    assert.equal(runConfig(cpuSokobanPreset()).stage2.opdGate, 'student')
+    const c = cpuSokobanPreset()
+    assert.equal(runConfig({ ...c, stage2: { ...c.stage2, opdGate: 'control' } }).stage2.opdGate, 'control')
   })
 
   it('checks fields against each other: step caps, context, warm-start required for the built-in model', () => {

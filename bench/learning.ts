@@ -156,16 +156,18 @@ function writeAtomic(path: string, text: string): void {
 
 /**
  * `--set stage2.<path>=<JSON scalar>` overrides (Stage 2 only: the shared warm-start and Stage 1 stay valid); a
- * nested path into a field that is null (`stage2.stage1Mix.steps`) makes the object, which the schema then checks.
+ * bare word is a string (`stage2.opdGate=control`); a nested path into a field that is null
+ * (`stage2.stage1Mix.steps`) makes the object, which the schema then checks.
  */
 const overrides = (args.set ?? []).map((s) => {
   const match = /^stage2\.([A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)=(.+)$/.exec(s)
   if (!match) throw new Error(`--set ${s}: expected stage2.<field>[.<field>]=<value>`)
+  const raw = match[2] as string
   let value: unknown
   try {
-    value = JSON.parse(match[2] as string)
+    value = /^[A-Za-z][A-Za-z0-9-]*$/.test(raw) && !['true', 'false', 'null'].includes(raw) ? raw : JSON.parse(raw)
   } catch {
-    throw new Error(`--set ${s}: the value is not JSON (a number, true/false or a quoted string)`)
+    throw new Error(`--set ${s}: the value is not JSON (a number, true/false, a word or a quoted string)`)
   }
   if (typeof value === 'object' && value !== null) throw new Error(`--set ${s}: set an object's fields one by one`)
   return { path: (match[1] as string).split('.'), value }

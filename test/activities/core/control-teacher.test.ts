@@ -12,20 +12,14 @@ import {
   type ScoredSample,
 } from '../../../activities/core/index.ts'
 import { controlBlocks } from '../../../activities/core/plan.ts'
-import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
 import { iterationMetrics } from '../../../activities/iteration-metrics.ts'
 import { decodeRescore, encodeRescore } from '../../../activities/rescore-format.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import { IO } from '../../../policy/model.ts'
 import { episodeSkillBlock } from '../../../seed/index.ts'
-import { microCheckpoint, microConfig, microPolicy, microRolloutInput } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microRolloutInput, planTrajectories } from './micro.ts'
 
-/** The fields of a trajectory the plan reads: its id and group. */
-const trajectories = (groups: number, groupSize: number) =>
-  Array.from({ length: groups * groupSize }, (_, id) => ({
-    id,
-    group: Math.floor(id / groupSize),
-  })) as RolloutTrajectory[]
+const trajectories = planTrajectories
 
 describe('controlBlocks', () => {
   it("gives each taught trajectory the block of the one half the list ahead, never its own group's", () => {
@@ -75,6 +69,16 @@ describe('the control gate through rescore and update', () => {
   })
   const SKILLS = ['Push the box down first, then right.', 'Walk around the box and push it up.']
   const blocks = () => rolled.trajectories.map((t) => episodeSkillBlock(SKILLS[t.group % 2]!))
+  /** The shared rollout rescored with these teacher and control blocks. */
+  const rescored = (teacherBlocks: (string | null)[], controls: (string | null)[]) =>
+    rescore(policy, null, {
+      trajectories: rolled.trajectories,
+      teacherBlocks,
+      controlBlocks: controls,
+      budget: budget(),
+      temperature: 1,
+      batchSize: 4,
+    })
 
   before(async () => {
     policy = microPolicy(engine, await microCheckpoint(engine, config))
@@ -84,14 +88,7 @@ describe('the control gate through rescore and update', () => {
   it('scores the response under the control block: the same as the teacher where the blocks agree', async () => {
     const teacher = blocks()
     const control = controlBlocks(teacher, rolled.trajectories)
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: teacher,
-      controlBlocks: control,
-      budget: budget(),
-      temperature: 1,
-      batchSize: 4,
-    })
+    const r = await rescored(teacher, control)
     assert.equal(r.stats.uncontrolledSamples, 0)
     for (const s of r.samples) {
       assert.ok(s.teacher && s.control && s.control.length === s.responseIds.length)
@@ -106,14 +103,7 @@ describe('the control gate through rescore and update', () => {
       assert.ok(Math.abs(r.stats.controlGap!.expert! - mean) < 1e-9)
     }
     // a control block equal to the teacher's scores the teacher prompt itself
-    const same = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: teacher,
-      controlBlocks: teacher,
-      budget: budget(),
-      temperature: 1,
-      batchSize: 4,
-    })
+    const same = await rescored(teacher, teacher)
     for (const s of same.samples) assert.deepEqual(s.control, s.teacher)
     // round trip through the rescore file, flag bit 3
     const decoded = decodeRescore(encodeRescore(r.samples), 'test')
@@ -127,14 +117,7 @@ describe('the control gate through rescore and update', () => {
   it('a sample without a control block gets no teacher signal, and is counted', async () => {
     const teacher = blocks()
     const control = teacher.map((b, id) => (id === 0 ? null : b))
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: teacher,
-      controlBlocks: control,
-      budget: budget(),
-      temperature: 1,
-      batchSize: 4,
-    })
+    const r = await rescored(teacher, control)
     const first = r.samples.filter((s) => s.trajectory === 0)
     assert.equal(r.stats.uncontrolledSamples, first.length)
     for (const s of first) assert.equal(s.teacher, null)
@@ -143,14 +126,7 @@ describe('the control gate through rescore and update', () => {
 
   it('gates on the control log-probs: they change the gradient under the control gate only', async () => {
     const teacher = blocks()
-    const r = await rescore(policy, null, {
-      trajectories: rolled.trajectories,
-      teacherBlocks: teacher,
-      controlBlocks: controlBlocks(teacher, rolled.trajectories),
-      budget: budget(),
-      temperature: 1,
-      batchSize: 4,
-    })
+    const r = await rescored(teacher, controlBlocks(teacher, rolled.trajectories))
     const terms = { kl: true, entropy: true, opd: true }
     const settings = { ...config.stage2, opdCoef: 1, opdGate: 'control' as const }
     const train = await loadActorTrainModel(policy, terms, settings)

@@ -136,3 +136,10 @@ export function plannedShardEpisodes(
     ]),
   )
 }
+
+/** Trajectories carrying only the fields the plan reads (id, group): `groups` × `groupSize`, numbered in order. */
+export const planTrajectories = (groups: number, groupSize: number) =>
+  Array.from({ length: groups * groupSize }, (_, id) => ({
+    id,
+    group: Math.floor(id / groupSize),
+  })) as RolloutTrajectory[]

@@ -3,17 +3,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { expertSkill, iterationPlan, teacherBlocks, teacherSource } from '../../../activities/core/plan.ts'
-import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
 import { getEnv } from '../../../envs/index.ts'
 import { ALGORITHMS } from '../../../seed/algorithms.ts'
 import { episodeSkillBlock } from '../../../seed/index.ts'
+import { planTrajectories } from './micro.ts'
 
-/** The fields of a trajectory the plan reads: its id and group. */
-const trajectories = (groups: number, groupSize: number) =>
-  Array.from({ length: groups * groupSize }, (_, id) => ({
-    id,
-    group: Math.floor(id / groupSize),
-  })) as RolloutTrajectory[]
+const trajectories = planTrajectories
 
 describe('seed-oracle: the privileged teacher', () => {
   it('reads no analysis: no analyze phase, the teacher block comes from the oracle', () => {

@@ -1,7 +1,7 @@
 // The per-iteration diagnostics of the learning benchmark's legs, summed up per (env, row, seed) for
 // learning.md: is the distillation signal there at all (gate mean, positive-gap share, λ·L_opd beside |L_pg|),
 // does the teacher prefer the expert's actions (how many iterations its gap on them is above its gap on other
-// actions), and does the analyzer stay alive (parse rate in the first and last third of the iterations). Read
+// actions; with the control gate, whether it does so against another task's skill too), and does the analyzer stay alive (parse rate in the first and last third of the iterations). Read
 // from the legs' files in `<results stem>-runs/` (bench/learning.ts writes them), so it can be rebuilt any time.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -26,6 +26,14 @@ export interface LegDiagnostics {
   /** Iterations whose teacher gap on the expert's actions is above that on other actions, of those with both. */
   expertAbove: number
   withGaps: number
+  /**
+   * With the control gate: the mean over iterations of the control gap log π_teacher − log π_control per response
+   * on the expert's actions and on other actions, and in how many iterations the first is above the second.
+   */
+  controlExpert: number | null
+  controlOther: number | null
+  controlAbove: number
+  withControlGaps: number
   gateMin: number | null
   gateMax: number | null
   /** Median over iterations of λ_opd·|L_opd| / |L_pg| (null without both). */
@@ -48,11 +56,14 @@ export function legDiagnostics(env: string, row: string, seed: string, leg: LegF
   const its = leg.iterations.filter((it): it is IterationRecord => it !== null)
   const third = Math.max(1, Math.floor(its.length / 3))
   const parse = (part: readonly IterationRecord[]) => mean(numbers(part, 'analyze/parse_rate'))
-  const gaps = its.flatMap((it) => {
-    const e = it.metrics['rescore/teacher_gap_expert']
-    const o = it.metrics['rescore/teacher_gap_other']
-    return typeof e === 'number' && typeof o === 'number' ? [e > o] : []
-  })
+  const sides = (name: 'teacher' | 'control') =>
+    its.flatMap((it) => {
+      const e = it.metrics[`rescore/${name}_gap_expert`]
+      const o = it.metrics[`rescore/${name}_gap_other`]
+      return typeof e === 'number' && typeof o === 'number' ? [[e, o] as const] : []
+    })
+  const gaps = sides('teacher').map(([e, o]) => e > o)
+  const control = sides('control')
   const gate = numbers(its, 'update/opd_gate_mean')
   const lambda = leg.config?.stage2?.opdCoef ?? 0
   const shares = its.flatMap((it) => {
@@ -71,6 +82,10 @@ export function legDiagnostics(env: string, row: string, seed: string, leg: LegF
     parseLast: parse(its.slice(its.length - third)),
     expertAbove: gaps.filter(Boolean).length,
     withGaps: gaps.length,
+    controlExpert: mean(control.map(([e]) => e)),
+    controlOther: mean(control.map(([, o]) => o)),
+    controlAbove: control.filter(([e, o]) => e > o).length,
+    withControlGaps: control.length,
     gateMin: gate.length ? Math.min(...gate) : null,
     gateMax: gate.length ? Math.max(...gate) : null,
     opdShare: median(shares),
@@ -105,16 +120,23 @@ export function diagnosticsSection(legs: readonly LegDiagnostics[]): string {
     "log π_old) on steps that took the expert's action is above its gap on other steps; compare a row's count with",
     "`seed-oracle`'s (correct skills) of the same seed. **Signal strength**: the OPD gate mean (0.5: the teacher agrees",
     'with the student) and the median of λ_opd·|L_opd| / |L_pg|, the distillation term beside the policy gradient.',
+    'With the control gate (`stage2.opdGate: control`), the control gap log π_teacher − log π_control per response,',
+    "averaged over iterations, on the expert's actions / on other actions, and in how many iterations the first is",
+    'above: what the skill says about the task beyond what any skill block does.',
     '',
-    '| env | row | seed | iterations | parse rate first → last third | expert gap above other | gate mean | λ·L_opd / \\|L_pg\\| |',
-    '|---|---|---|---|---|---|---|---|',
+    '| env | row | seed | iterations | parse rate first → last third | expert gap above other | gate mean | λ·L_opd / \\|L_pg\\| | control gap expert / other |',
+    '|---|---|---|---|---|---|---|---|---|',
   ]
   for (const d of legs) {
     const parse = d.parseFirst === null ? '–' : `${f2(d.parseFirst)} → ${f2(d.parseLast)}`
     const gaps = d.withGaps === 0 ? '–' : `${d.expertAbove} of ${d.withGaps}`
     const gate = d.gateMin === null ? '–' : `${f3(d.gateMin)}–${f3(d.gateMax)}`
+    const control =
+      d.withControlGaps === 0
+        ? '–'
+        : `${f2(d.controlExpert)} / ${f2(d.controlOther)} (${d.controlAbove} of ${d.withControlGaps})`
     lines.push(
-      `| ${d.env} | ${d.row} | ${d.seed} | ${d.iterations} | ${parse} | ${gaps} | ${gate} | ${d.opdShare === null ? '–' : d.opdShare.toExponential(1)} |`,
+      `| ${d.env} | ${d.row} | ${d.seed} | ${d.iterations} | ${parse} | ${gaps} | ${gate} | ${d.opdShare === null ? '–' : d.opdShare.toExponential(1)} | ${control} |`,
     )
   }
   return `${lines.join('\n')}\n`

@@ -181,14 +181,26 @@ describe('learning diagnostics per leg', () => {
     assert.deepEqual([d.gateMin, d.gateMax], [0.4, 0.5])
     assert.ok(Math.abs((d.opdShare ?? 0) - 0.01) < 1e-12) // 0.01, 0.01, 0.01
     const md = diagnosticsSection([d])
-    assert.match(md, /\| sokoban \| seed \| 1 \| 3 \| 0\.90 → 0\.30 \| 2 of 3 \| 0\.400–0\.500 \| 1\.0e-2 \|/)
+    assert.match(md, /\| sokoban \| seed \| 1 \| 3 \| 0\.90 → 0\.30 \| 2 of 3 \| 0\.400–0\.500 \| 1\.0e-2 \| – \|/)
     assert.equal(diagnosticsSection([]), '')
+  })
+
+  it('with the control gate, averages the control gaps and counts the iterations the expert side is above', () => {
+    const control = (expert: number, other: number) => ({
+      metrics: { 'rescore/control_gap_expert': expert, 'rescore/control_gap_other': other },
+    })
+    const d = legDiagnostics('sokoban', 'seed[stage2.opdGate=control]', '1', {
+      iterations: [control(0.1, -0.3), control(-0.2, 0.1), { metrics: {} }],
+    })
+    assert.deepEqual([d.controlAbove, d.withControlGaps], [1, 2])
+    assert.ok(Math.abs((d.controlExpert ?? 0) + 0.05) < 1e-12 && Math.abs((d.controlOther ?? 0) + 0.1) < 1e-12)
+    assert.match(diagnosticsSection([d]), /\| -0\.05 \/ -0\.10 \(1 of 2\) \|\n$/)
   })
 
   it('leaves out what a row does not record (no analyzer, no teacher)', () => {
     const d = legDiagnostics('sokoban', 'grpo', '1', {
       iterations: [{ metrics: { 'update/pg_loss': -0.1 } }],
     })
-    assert.deepEqual([d.parseFirst, d.withGaps, d.gateMin, d.opdShare], [null, 0, null, null])
+    assert.deepEqual([d.parseFirst, d.withGaps, d.gateMin, d.opdShare, d.withControlGaps], [null, 0, null, null, 0])
   })
 })

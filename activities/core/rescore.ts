@@ -103,13 +103,14 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
       if (block) {
         const fit = fitPrompt(policy.codec, s.promptText, input.budget, block)
         fits.push(fit)
-        const control =
-          controlled && controlBlock ? fitPrompt(policy.codec, s.promptText, input.budget, controlBlock) : null
-        if (!fit.blockDropped && controlled && (!control || control.blockDropped)) uncontrolledSamples++
-        else if (!fit.blockDropped) {
-          teacherPromptIds = fit.ids
-          teacherItems.push({ index: samples.length, item: { context: teacherPromptIds, response: s.responseIds } })
-          if (control) controlItems.push({ context: control.ids, response: s.responseIds })
+        if (!fit.blockDropped) {
+          const control = controlBlock ? fitPrompt(policy.codec, s.promptText, input.budget, controlBlock) : null
+          if (controlled && (!control || control.blockDropped)) uncontrolledSamples++
+          else {
+            teacherPromptIds = fit.ids
+            teacherItems.push({ index: samples.length, item: { context: teacherPromptIds, response: s.responseIds } })
+            if (control) controlItems.push({ context: control.ids, response: s.responseIds })
+          }
         }
       }
       samples.push({

@@ -234,7 +234,7 @@ export function actorFeeds(
   const old = new Float64Array(B * T)
   const ref = new Float64Array(B * T)
   const teacher = new Float64Array(B * T)
-  const control = new Float64Array(B * T)
+  const control = terms.opd && gate === 'control' ? new Float64Array(B * T) : null
   const adv = new Float64Array(B * T)
   const opdMask = new Float64Array(B)
   batch.forEach((s, b) => {
@@ -257,7 +257,7 @@ export function actorFeeds(
       old[at] = s.old[k]!
       ref[at] = s.ref[k]!
       teacher[at] = s.teacher ? s.teacher[k]! : s.old[k]!
-      control[at] = s.teacher && s.control ? s.control[k]! : s.old[k]!
+      if (control) control[at] = s.teacher && s.control ? s.control[k]! : s.old[k]!
       adv[at] = advantages[b]!
     }
   })
@@ -270,7 +270,7 @@ export function actorFeeds(
   if (terms.kl) feeds.ref_logp = model.float([B, T], ref)
   if (terms.opd) {
     feeds.teacher_logp = model.float([B, T], teacher)
-    if (gate === 'control') feeds.control_logp = model.float([B, T], control)
+    if (control) feeds.control_logp = model.float([B, T], control)
     feeds.opd_mask = model.float([B], opdMask)
   }
   return feeds

@@ -1,8 +1,9 @@
 // The per-iteration diagnostics of the learning benchmark's legs, summed up per (env, row, seed) for
 // learning.md: is the distillation signal there at all (gate mean, positive-gap share, λ·L_opd beside |L_pg|),
 // does the teacher prefer the expert's actions (how many iterations its gap on them is above its gap on other
-// actions; with the control gate, whether it does so against another task's skill too), and does the analyzer stay alive (parse rate in the first and last third of the iterations). Read
-// from the legs' files in `<results stem>-runs/` (bench/learning.ts writes them), so it can be rebuilt any time.
+// actions; with the control gate, whether it does so against another task's skill too), and does the analyzer
+// stay alive (parse rate in the first and last third of the iterations). Read from the legs' files in
+// `<results stem>-runs/` (bench/learning.ts writes them), so it can be rebuilt any time.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 

@@ -138,9 +138,14 @@ describe('the run report in a browser (real servers, headless Chromium)', () => 
       held.delete(LIVE)
       await live.executeUpdate(retryIterationUpdate, { args: [{}] })
       await live.result()
-      // the page reloads itself while the run is not finished: no navigation by the test
+      // the page reloads itself while the run is not finished: no navigation by the test. It waits for the
+      // completed state itself: a reload between the last iteration's record and the workflow's end shows
+      // "running · finished (2 of 2 iterations)" for up to a refresh period.
       await page.waitForFunction(
-        () => (globalThis as unknown as Browserish).document.body.textContent?.includes('finished (2 of 2 iterations'),
+        () =>
+          (globalThis as unknown as Browserish).document.body.textContent?.includes(
+            'completed · finished (2 of 2 iterations',
+          ),
         undefined,
         { timeout: 30_000 },
       )

@@ -20,6 +20,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client'
 import type { PhaseManifest } from '../activities/phase.ts'
+import { watchRun } from '../cli/progress.ts'
 import { quietRuntime, resolveTemporal } from '../cli/run-command.ts'
 import type { Split } from '../envs/types.ts'
 import { localPaths } from '../infra/local-stack.ts'
@@ -240,9 +241,13 @@ async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedR
   const handle = client.workflow.getHandle<typeof seedRun>(id)
   try {
     const { status } = await handle.describe()
-    if (status.name === 'COMPLETED' || status.name === 'RUNNING') {
-      log(`  ${id}: ${status.name === 'COMPLETED' ? 'finished before; read' : 'running; waiting for it'}`)
+    if (status.name === 'COMPLETED') {
+      log(`  ${id}: finished before; read`)
       return await handle.result()
+    }
+    if (status.name === 'RUNNING') {
+      log(`  ${id}: running; waiting for it`)
+      return await watched(client, id, handle.result())
     }
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) throw error
@@ -256,7 +261,19 @@ async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedR
     args: [{ runId: id, config: c }],
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   })
-  return started.result()
+  return watched(client, id, started.result())
+}
+
+/** A run's result, with its progress (phase, step, iteration, evaluations) logged at most twice a minute meanwhile. */
+async function watched(client: Client, id: string, result: Promise<SeedRunResult>): Promise<SeedRunResult> {
+  const watcher = watchRun(client, id, (line) => log(`  ${id} ${line}`), 30_000)
+  try {
+    const r = await result
+    await watcher.stop(r.evaluations)
+    return r
+  } finally {
+    await watcher.stop()
+  }
 }
 
 /** The benchmark's entries from a run's stored evaluations (their manifests name the stored JSON). */

@@ -3,7 +3,7 @@
 // manifest's input hashes) and its compute function; the shell looks up the run's effective configuration
 // once, heartbeats, checks for a finished manifest (activities/phase.ts), runs the body with its policies
 // released afterwards, classifies what it throws (activities/failures.ts) and returns the summary.
-import { Context } from '@temporalio/activity'
+import { CancelledFailure, Context } from '@temporalio/activity'
 import type { Engine } from '../engine/index.ts'
 import type { RunConfig } from '../seed/config.ts'
 import { parseRunConfig } from '../seed/config.ts'
@@ -26,14 +26,22 @@ import { artifactRef, type PhaseReaders, phaseReaders, withPolicyScope } from '.
 /** The last progress details each running activity reported; every later heartbeat repeats them. */
 const progressOf = new WeakMap<Context, PhaseProgress>()
 
-/** Heartbeats when running as an activity (no-op in plain calls, e.g. unit tests). */
+/**
+ * Heartbeats when running as an activity (no-op in plain calls, e.g. unit tests), and stops the phase once the
+ * activity is cancelled: its run aborted with `--now` or closed, its attempt timed out, or its worker shutting
+ * down (Ctrl-C, SIGTERM). The phases call this between steps, so it throws the activity's CancelledFailure there
+ * and the loop ends, instead of computing to the end a result that nobody will read (a warm-start: an hour).
+ */
 export function heartbeat(progress?: PhaseProgress): void {
-  let context: Context
-  try {
-    context = Context.current()
-  } catch {
-    return // not in an activity context
-  }
+  const context = activityContext()
+  if (!context) return
+  beat(context, progress)
+  const signal = context.cancellationSignal
+  if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new CancelledFailure(String(signal.reason))
+}
+
+/** One heartbeat with the last progress details; never throws (the timer's beat between a phase's own). */
+function beat(context: Context, progress?: PhaseProgress): void {
   if (progress) progressOf.set(context, progress)
   context.heartbeat(progressOf.get(context))
 }
@@ -58,7 +66,7 @@ function heartbeatInterval(context: Context): number {
  */
 export async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   const context = activityContext()
-  const timer = context ? setInterval(heartbeat, heartbeatInterval(context)) : undefined
+  const timer = context ? setInterval(() => beat(context), heartbeatInterval(context)) : undefined
   try {
     return await withPolicyScope(body)
   } catch (error) {

@@ -266,11 +266,13 @@ export function openaiAnnotator(settings: OpenAIAnnotatorConfig, deps: OpenAIAnn
           const i = next++
           try {
             answers[i] = await answer(requests[i]!)
+            onProgress?.(++done, requests.length)
           } catch (error) {
-            stop = true // a fatal error (a refused key): the other lanes take no new request
+            // a fatal error (a refused key) or a cancelled activity (onProgress heartbeats): the other lanes take
+            // no new request
+            stop = true
             throw error
           }
-          onProgress?.(++done, requests.length)
         }
       }
       const lanes = Array.from({ length: Math.min(settings.concurrency, requests.length) }, lane)

@@ -7,7 +7,7 @@ import type { ShardInput } from '../contracts.ts'
 import { rollout } from '../core/index.ts'
 import { actingSkills, iterationPlan, libraryUse, shardTasks } from '../core/plan.ts'
 import { encodeJsonlGz } from '../jsonl.ts'
-import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { numericStats } from '../phase-io.ts'
 
 const needs = (c: RunConfig) => ({
@@ -46,6 +46,8 @@ export const rolloutPhase: PhaseDef<ShardInput, ReturnType<typeof needs>> = {
           prompt: c.prompt,
           seed: plan.rolloutSeed,
           ...(library ? { actingSkills: actingSkills(plan, library.skills, groups) } : {}),
+          // progress, and the place where a cancelled attempt stops
+          onProgress: (finished, episodes) => heartbeat({ phase: 'rollout', step: finished, steps: episodes }),
         })
         const info = await store.put(
           keys.rollouts(run.runId, iteration, shard, attempt),

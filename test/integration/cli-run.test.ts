@@ -1,6 +1,7 @@
 // `seedflow run <config>` as a user runs it, against the test's Temporal server (TEMPORAL_ADDRESS) with a
 // folder store: a micro seedRun shows its progress and ends with the table of held-out success (and `seedflow
-// report` of it works); a bad file is rejected with every bad field before anything starts.
+// report` of it works); Ctrl-C stops the worker (a running warm-start too, between its steps); a bad file is
+// rejected with every bad field before anything starts.
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -84,6 +85,36 @@ describe('seedflow run (CLI, real dev server, folder store)', () => {
     const handle = client().workflow.getHandle(runId)
     assert.equal((await handle.describe()).status.name, 'RUNNING')
     await handle.terminate('test over')
+  })
+
+  it('on Ctrl-C in a long warm-start stops the phase between steps, not after it', async () => {
+    const c = microConfig('seed')
+    const file = join(dir, 'long-warmstart.json')
+    // a warm-start of a million steps: hours; the worker must not wait for it to shut down
+    writeFileSync(file, JSON.stringify({ ...c, warmstart: { ...c.warmstart, steps: 1_000_000, evalEvery: 0 } }))
+    const runId = `cli-interrupt-warmstart-${process.pid}`
+    let sentAt = 0
+    let killed = false
+    let timer: NodeJS.Timeout | undefined
+    const r = await seedflow(['run', file, '--run-id', runId], env, (line, signal) => {
+      if (sentAt === 0 && /prepare: warmstart step \d+\/1000000/.test(line)) {
+        sentAt = Date.now()
+        signal('SIGINT')
+        // bounded: a worker that waits for the phase would hold the test for hours
+        timer = setTimeout(() => {
+          killed = true
+          signal('SIGKILL')
+        }, 60_000)
+      }
+    })
+    clearTimeout(timer)
+    const seconds = (Date.now() - sentAt) / 1000
+    assert.ok(sentAt > 0, r.out)
+    assert.ok(!killed, `still running 60 s after Ctrl-C (the warm-start went on)\n${r.out}\n${r.err}`)
+    assert.equal(r.code, 130, `${r.out}\n${r.err}`)
+    assert.ok(seconds < 20, `exited ${seconds.toFixed(1)} s after Ctrl-C`)
+    assert.match(r.err, new RegExp(`interrupted \\(SIGINT\\): run ${runId} goes on`))
+    await client().workflow.getHandle(runId).terminate('test over')
   })
 
   it('rejects an invalid file with every bad field path, before starting anything', async () => {

@@ -50,9 +50,20 @@ async function assertPortFree(port: number, what: string, envName: string): Prom
 export async function upTemporal(env: NodeJS.ProcessEnv = process.env): Promise<TemporalServer & { reused: boolean }> {
   const { stateDir } = localPaths(env)
   await reapStale(stateDir)
-  const running = await findRunningTemporal(stateDir)
-  if (running) return { ...running, reused: true }
   const port = portFromEnv(env, 'SEEDFLOW_TEMPORAL_PORT', LOCAL_PORTS.temporal)
+  const running = await findRunningTemporal(stateDir)
+  if (running) {
+    // one server per state folder (its SQLite file): a port asked for that is not the running one's is refused,
+    // not silently swapped for it (runs would land on another server than the one the caller watches)
+    const runningPort = Number(running.address.split(':').at(-1))
+    if (env.SEEDFLOW_TEMPORAL_PORT && runningPort !== port)
+      throw new Error(
+        `SEEDFLOW_TEMPORAL_PORT is ${port}, but the dev server of ${stateDir} already runs at ${running.address} ` +
+          `(pid ${running.pid}): unset it to use that server, stop it first (npx seedflow down), or give this one ` +
+          'its own state folder (SEEDFLOW_HOME)',
+      )
+    return { ...running, reused: true }
+  }
   const uiPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_UI_PORT', LOCAL_PORTS.ui)
   const metricsPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_METRICS_PORT', LOCAL_PORTS.metrics)
   await assertPortFree(port, 'Temporal frontend', 'SEEDFLOW_TEMPORAL_PORT')

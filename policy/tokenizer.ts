@@ -30,8 +30,13 @@ export class TextTokenizer {
     this.padId = (padToken ? this.tokenId(padToken) : undefined) ?? (this.eosIds[0] as number)
   }
 
+  /** The last text encoded and its ids: fitting a prompt counts its tokens, then asks for the same text's ids. */
+  #last: { text: string; ids: number[] } | null = null
+
   encode(text: string): number[] {
-    return this.#tokenizer.encode(text, { add_special_tokens: false }).ids
+    if (this.#last?.text !== text)
+      this.#last = { text, ids: this.#tokenizer.encode(text, { add_special_tokens: false }).ids }
+    return this.#last.ids.slice()
   }
 
   decode(ids: readonly number[], options: { skipSpecial?: boolean } = {}): string {

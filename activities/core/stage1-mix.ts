@@ -63,13 +63,8 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
       input.prompt,
       mixSeed(input.seed, 1),
     )
-    const skill = actingPools(
-      policy,
-      { plain: [], skilled: demos.skilled },
-      input.env,
-      input.prompt,
-      ws,
-      demoShare,
+    const skill = (
+      await actingPools(policy, { plain: [], skilled: demos.skilled }, input.env, input.prompt, ws, demoShare)
     )('weighted')
     skillDemos = skill.reduce((n, p) => n + p.examples.length, 0)
     pools.push(...skill)

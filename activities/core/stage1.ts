@@ -89,7 +89,7 @@ export async function annotateStage1(
  * Trains `policy` in place into π_0 on the annotations, mixed with acting data: the annotated rollouts' steps, or
  * a replay of the warm-start's demonstrations (`stage1.actingData`).
  */
-export function trainStage1(
+export async function trainStage1(
   policy: Policy,
   annotation: Pick<Stage1Annotation, 'skills' | 'trajectories'>,
   config: RunConfig,
@@ -101,12 +101,12 @@ export function trainStage1(
     trajectories: annotation.trajectories,
     settings: config.stage1,
     seed: mixSeed(stage1Seed(config), 3),
-    ...(config.stage1.actingData === 'demonstrations' ? { replay: replayPools(policy, config) } : {}),
+    ...(config.stage1.actingData === 'demonstrations' ? { replay: await replayPools(policy, config) } : {}),
   })
 }
 
 /** The warm-start's acting demonstrations, rebuilt from its settings and seed, as Stage 1's acting pools. */
-function replayPools(policy: Policy, config: RunConfig) {
+async function replayPools(policy: Policy, config: RunConfig) {
   const ws = config.warmstart
   if (!ws) {
     throw new CorePhaseError(
@@ -114,5 +114,5 @@ function replayPools(policy: Policy, config: RunConfig) {
     )
   }
   const demos = demonstrations(config.env, ws, config.prompt, config.seed)
-  return actingPools(policy, demos, config.env, config.prompt, ws, config.stage1.actingMix)('weighted')
+  return (await actingPools(policy, demos, config.env, config.prompt, ws, config.stage1.actingMix))('weighted')
 }

@@ -247,14 +247,14 @@ export function actionBalanceWeights(actions: readonly string[], balance: number
  * frame every response shares weighs `formatTokenWeight`, and each example is scaled by its action kind's
  * balance weight (or every token weighs 1 with `frame: 'full'`).
  */
-export function actingPools(
+export async function actingPools(
   policy: Policy,
   demos: Pick<Demonstrations, 'plain' | 'skilled'>,
   envName: RunEnvName,
   prompt: PromptSettings,
   weighting: Pick<WarmstartConfig, 'formatTokenWeight' | 'actionBalance'>,
   share: number,
-): (frame: 'weighted' | 'full') => ExamplePool[] {
+): Promise<(frame: 'weighted' | 'full') => ExamplePool[]> {
   const env = getEnv(envName)
   const budget = {
     maxPromptTokens: prompt.maxPromptTokens,
@@ -274,8 +274,8 @@ export function actingPools(
     const scale = balance(d.action)
     return { context: fit.ids, response, weights: weights(response).map((w) => w * scale) }
   }
-  const plain = demos.plain.map(toExample)
-  const skill = demos.skilled.map(toExample)
+  const plain = await mapYielding(demos.plain, toExample)
+  const skill = await mapYielding(demos.skilled, toExample)
   const total = Math.max(1, plain.length + skill.length)
   return (frame) =>
     [
@@ -342,9 +342,9 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   const ws = input.warmstart
   const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
   const policy = startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
-  const acting = actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
+  const acting = await actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples =
-    ws.analyzerShare > 0 ? analyzerPairs(policy, analyses, input.analyzer, input.prompt.truncation) : []
+    ws.analyzerShare > 0 ? await analyzerPairs(policy, analyses, input.analyzer, input.prompt.truncation) : []
   const analyzerPool = {
     name: 'analyzer',
     examples: analyzerExamples,
@@ -429,7 +429,7 @@ function analyzerPairs(
   analyses: readonly AnalyzerDemo[],
   budget: WarmstartInput['analyzer'],
   truncation: PromptSettings['truncation'],
-): SupervisedExample[] {
+): Promise<SupervisedExample[]> {
   if (!budget) throw new CorePhaseError('warmstart.analyzerShare > 0 needs the analyzer budget (stage2.analyzer)')
   const fitted = {
     maxPromptTokens: budget.maxPromptTokens,
@@ -437,10 +437,23 @@ function analyzerPairs(
     contextLength: policy.model.config.maxPositions,
     truncation,
   }
-  return analyses.map((a) => ({
+  return mapYielding(analyses, (a) => ({
     context: fitAnalyzer(policy.codec, a.episode, fitted).ids,
     response: policy.codec.responseIds(a.answer),
   }))
+}
+
+/**
+ * `items.map(fn)`, giving the event loop a turn every `every` items: tens of thousands of prompts take a minute to
+ * fit, which would otherwise hold back the activity's heartbeats and the worker's workflow tasks.
+ */
+async function mapYielding<T, U>(items: readonly T[], fn: (item: T) => U, every = 500): Promise<U[]> {
+  const out: U[] = []
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0 && i % every === 0) await new Promise<void>((resolve) => setImmediate(resolve))
+    out.push(fn(items[i] as T))
+  }
+  return out
 }
 
 function copyWeights(weights: ReadonlyMap<string, Float32Array>): Map<string, Float32Array> {

@@ -40,6 +40,16 @@ describe('byte-level BPE tokenizer', () => {
     assert.ok(tokenizer.encode(CORPUS[0] as string).length < Buffer.byteLength(CORPUS[0] as string) / 2.5)
   })
 
+  it('encodes a text again to the same ids, however the caller changed the ids it got (the last text is kept)', () => {
+    const text = CORPUS[1] as string
+    const first = tokenizer.encode(text)
+    const expected = [...first]
+    first.fill(-1)
+    assert.deepEqual(tokenizer.encode(text), expected)
+    assert.notDeepEqual(tokenizer.encode(CORPUS[2] as string), expected)
+    assert.deepEqual(tokenizer.encode(text), expected)
+  })
+
   it('keeps special tokens whole and uses the first as end of sequence', () => {
     const ids = tokenizer.encode('<|im_start|>user hi<|im_end|>')
     assert.equal(ids[0], 1)

@@ -68,7 +68,7 @@ describe('warmstart of an imported model', () => {
     const policy = loadPolicy(engine, r.checkpoint)
     const demos = demonstrations(config.env, config.warmstart!, config.prompt, config.seed)
     assert.equal(r.stats.plainPairs, demos.plain.length)
-    const [plain] = actingPools(policy, demos, config.env, config.prompt, config.warmstart!, 1)('full')
+    const [plain] = (await actingPools(policy, demos, config.env, config.prompt, config.warmstart!, 1))('full')
     const example = plain!.examples[0]!
     assert.equal(example.context[0], 1) // <|im_start|>, as the Qwen2 template renders the user turn
     assert.equal(example.response.at(-1), 2) // <|im_end|> ends the demonstrated turn

@@ -267,12 +267,13 @@ async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedR
 /** A run's result, with its progress (phase, step, iteration, evaluations) logged at most twice a minute meanwhile. */
 async function watched(client: Client, id: string, result: Promise<SeedRunResult>): Promise<SeedRunResult> {
   const watcher = watchRun(client, id, (line) => log(`  ${id} ${line}`), 30_000)
+  let evaluations: readonly Evaluation[] | undefined
   try {
     const r = await result
-    await watcher.stop(r.evaluations)
+    evaluations = r.evaluations
     return r
   } finally {
-    await watcher.stop()
+    await watcher.stop(evaluations) // the evaluations the polls missed, once the run has ended
   }
 }
 

@@ -48,6 +48,8 @@ export interface RescoreInput {
   temperature: number
   /** Items per score run. */
   batchSize: number
+  /** Called after each score run with the items scored so far and the items to score (old, ref, teacher, control). */
+  onProgress?: (scored: number, items: number) => void
 }
 
 /** A per-response mean over samples of expert actions and over the others (null where a side has none). */
@@ -132,14 +134,20 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
     })
   }
   const ordinary = samples.map((s) => ({ context: s.promptIds, response: s.responseIds }))
-  const old = await scoreAll(policy.model, ordinary, input)
-  const ref = reference ? await scoreAll(reference.model, ordinary, input) : old.map((x) => x.slice())
+  const progress = {
+    scored: 0,
+    items: ordinary.length * (reference ? 2 : 1) + teacherItems.length + controlItems.length,
+    report: input.onProgress,
+  }
+  const options = { batchSize: input.batchSize, temperature: input.temperature, progress }
+  const old = await scoreAll(policy.model, ordinary, options)
+  const ref = reference ? await scoreAll(reference.model, ordinary, options) : old.map((x) => x.slice())
   const teacher = await scoreAll(
     policy.model,
     teacherItems.map((t) => t.item),
-    input,
+    options,
   )
-  const control = await scoreAll(policy.model, controlItems, input)
+  const control = await scoreAll(policy.model, controlItems, options)
   let maxSamplerGap = 0
   samples.forEach((s, i) => {
     s.old = old[i]!
@@ -194,16 +202,23 @@ function sideMeans(samples: readonly ScoredSample[], base: (s: ScoredSample) => 
   }
 }
 
-/** Per-token log-probs of every item, in batches of `batchSize`. */
+/** Per-token log-probs of every item, in batches of `batchSize`, counting them into `progress`. */
 async function scoreAll(
   model: PolicyModel,
   items: readonly ScoreItem[],
-  options: { batchSize: number; temperature: number },
+  options: {
+    batchSize: number
+    temperature: number
+    progress: { scored: number; items: number; report: RescoreInput['onProgress'] }
+  },
 ): Promise<Float64Array[]> {
   const out: Float64Array[] = []
+  const { progress } = options
   for (let from = 0; from < items.length; from += options.batchSize) {
     const scored = await model.score(items.slice(from, from + options.batchSize), options.temperature)
     for (const s of scored) out.push(s.logprobs)
+    progress.scored += scored.length
+    progress.report?.(progress.scored, progress.items)
   }
   return out
 }

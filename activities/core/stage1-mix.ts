@@ -23,6 +23,8 @@ export interface Stage1MixInput {
   warmstart: WarmstartConfig | null
   /** Seeds the demonstrations' tasks and the batches; vary it per iteration. */
   seed: number
+  /** Called after each supervised step with its number and loss. */
+  onStep?: (step: number, loss: number) => void
 }
 
 export interface Stage1MixStats {
@@ -78,6 +80,7 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
     // iteration, docs/benchmarks.md §3.4); half the steps warm up
     warmupSteps: Math.ceil(settings.steps / 2),
     seed: mixSeed(input.seed, 2),
+    ...(input.onStep ? { onStep: input.onStep } : {}),
   })
   return {
     steps: trained.steps,

@@ -53,6 +53,8 @@ export interface UpdateInput {
   optimizerState?: AdamWState
   /** Seeds which samples `padToMiniBatch` copies (required with it). */
   seed?: number
+  /** Called after each mini-batch step with the steps taken and the steps of the pass, and that step's loss. */
+  onProgress?: (step: number, steps: number, loss: number) => void
 }
 
 /** Scalar diagnostics of one mini-batch, as the train graph returns them. */
@@ -328,6 +330,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     input.optimizerState,
   )
   const perMiniBatch: MiniBatchMetrics[] = []
+  const miniBatches = Math.ceil(samples.length / settings.miniBatchSize)
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
     const batch = samples.slice(from, from + settings.miniBatchSize)
     const feeds = actorFeeds(
@@ -341,7 +344,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     const step = await namedNonFinite(
       trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm),
       perMiniBatch.length + 1,
-      Math.ceil(samples.length / settings.miniBatchSize),
+      miniBatches,
       settings.lr,
     )
     const o = step.outputs
@@ -364,6 +367,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
       m.opdGapMean = o[OUT.opdGapMean]!
     }
     perMiniBatch.push(m)
+    input.onProgress?.(perMiniBatch.length, miniBatches, m.loss)
   }
   const mean = (pick: (m: MiniBatchMetrics) => number | undefined): number | null => {
     const values = perMiniBatch.map(pick).filter((v): v is number => v !== undefined)

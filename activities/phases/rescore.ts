@@ -8,7 +8,7 @@ import type { RescoreInput } from '../contracts.ts'
 import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../core/index.ts'
 import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../core/plan.ts'
 import { fatal } from '../failures.ts'
-import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { encodeRescore } from '../rescore-format.ts'
 
 const needs = (c: RunConfig) => ({
@@ -124,6 +124,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           },
           temperature: c.stage2.temperature,
           batchSize: 64,
+          onProgress: (step, steps) => heartbeat({ phase: 'rescore', step, steps }),
         })
         const info = await store.put(keys.rescore(run.runId, iteration, 0, attempt), encodeRescore(scored.samples))
         const fits = scored.stats.teacherTruncation

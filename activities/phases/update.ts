@@ -11,7 +11,7 @@ import { LORA_SEED, poolLossStats, toCheckpoint, update, withLora } from '../cor
 import { lossTerms } from '../core/plan.ts'
 import { stage1Mix } from '../core/stage1-mix.ts'
 import { fatal } from '../failures.ts'
-import { type PhaseDef, scopeOf } from '../phase-activity.ts'
+import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { decodeRescore } from '../rescore-format.ts'
 
@@ -62,6 +62,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
           settings,
           seed: mixSeed(seed, iteration, PAD_STREAM),
           ...(optimizer && !fresh ? { optimizerState: optimizer } : {}),
+          onProgress: (step, steps, loss) => heartbeat({ phase: 'update', step, steps, loss }),
         })
         const stats = numericStats(updated.metrics, ['loss', 'pgLoss', 'gradNorm'])
         for (const name of ['kl', 'entropy', 'opdLoss'] as const) {
@@ -69,6 +70,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
           if (v !== null && !Number.isFinite(v)) throw fatal(`${name} is ${v}`, 'NonFiniteLossError')
         }
         if (settings.stage1Mix && annotations) {
+          const steps = settings.stage1Mix.steps
           const mixed = await stage1Mix(policy, {
             env: needed.env,
             prompt: needed.prompt,
@@ -76,6 +78,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
             annotations: annotations.records,
             warmstart: needed.warmstart,
             seed: mixSeed(seed, iteration, MIX_STREAM),
+            onStep: (step, loss) => heartbeat({ phase: 'stage1 mix', step, steps, loss }),
           })
           for (const [name, value] of Object.entries({
             ...numericStats(mixed, ['firstLoss', 'lastLoss']),

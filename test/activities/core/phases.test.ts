@@ -121,13 +121,22 @@ describe('rescore', () => {
 
   it('scores the teacher only for trajectories with a block, on the same response tokens', async () => {
     const blocks = rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null))
+    const progress: Array<[number, number]> = []
     const r = await rescore(policy, null, {
       trajectories: rolled.trajectories,
       teacherBlocks: blocks,
       budget: budget(),
       temperature: 1,
       batchSize: 4,
+      onProgress: (scored, items) => progress.push([scored, items]),
     })
+    // progress after every score run: old log-probs of every sample, then the teacher's (the reference is the policy)
+    const items = r.samples.length + r.stats.teacherSamples
+    assert.deepEqual(progress.at(-1), [items, items])
+    assert.ok(
+      progress.length >= Math.ceil(items / 4) &&
+        progress.every(([n, of], i) => of === items && n > (progress[i - 1]?.[0] ?? 0)),
+    )
     for (const s of r.samples) {
       if (s.trajectory % 2 === 0) {
         assert.ok(s.teacher && s.teacher.length === s.responseIds.length)
@@ -235,8 +244,18 @@ describe('update', () => {
     const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
     // through the artifact the update reads in the pipeline: its old log-probs must be the ones rescore computed
     const samples = decodeRescore(encodeRescore(r.samples), 'rescore.bin')
-    const u = await update(fresh, { samples, terms, settings })
+    const steps: number[][] = []
+    const u = await update(fresh, {
+      samples,
+      terms,
+      settings,
+      onProgress: (step, of, loss) => steps.push([step, of, loss]),
+    })
     assert.ok(u.perMiniBatch.length >= 2)
+    assert.deepEqual(
+      steps,
+      u.perMiniBatch.map((m, i) => [i + 1, u.perMiniBatch.length, m.loss]),
+    )
     assert.equal(u.metrics.firstClipFraction, 0)
     assert.ok(Math.abs(u.metrics.firstApproxKl) < 1e-5, `first approx KL ${u.metrics.firstApproxKl}`)
     assert.ok(Math.abs(u.perMiniBatch[0]!.kl!) < 1e-5, `first KL to the reference ${u.perMiniBatch[0]!.kl}`)
@@ -345,6 +364,19 @@ describe('update', () => {
     // the copies enter the group statistics: the advantages are those of the padded list
     assert.deepEqual(pad.advantages, sampleAdvantages(padded, on))
     assert.notDeepEqual(pad.advantages.subarray(0, n), plain.advantages)
+  })
+
+  it('stops between mini-batches when its progress callback throws (how a cancelled update activity ends)', async () => {
+    const r = await rescored(rolled.trajectories.map(() => episodeSkillBlock(SKILL)))
+    const stopped = microPolicy(engine, checkpoint)
+    let taken = 0
+    const cancelled = new Error('cancelled')
+    const onProgress = () => {
+      taken++
+      throw cancelled
+    }
+    await assert.rejects(update(stopped, { samples: r.samples, terms, settings, onProgress }), (e) => e === cancelled)
+    assert.equal(taken, 1)
   })
 
   it('fails a diverging learning rate in the second mini-batch, naming the loss term, mini-batch and lr', async () => {

@@ -134,12 +134,16 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
     })
   }
   const ordinary = samples.map((s) => ({ context: s.promptIds, response: s.responseIds }))
-  const progress = {
-    scored: 0,
-    items: ordinary.length * (reference ? 2 : 1) + teacherItems.length + controlItems.length,
-    report: input.onProgress,
+  const items = ordinary.length * (reference ? 2 : 1) + teacherItems.length + controlItems.length
+  let scored = 0
+  const options = {
+    batchSize: input.batchSize,
+    temperature: input.temperature,
+    onBatch: (n: number) => {
+      scored += n
+      input.onProgress?.(scored, items)
+    },
   }
-  const options = { batchSize: input.batchSize, temperature: input.temperature, progress }
   const old = await scoreAll(policy.model, ordinary, options)
   const ref = reference ? await scoreAll(reference.model, ordinary, options) : old.map((x) => x.slice())
   const teacher = await scoreAll(
@@ -202,23 +206,17 @@ function sideMeans(samples: readonly ScoredSample[], base: (s: ScoredSample) => 
   }
 }
 
-/** Per-token log-probs of every item, in batches of `batchSize`, counting them into `progress`. */
+/** Per-token log-probs of every item, in batches of `batchSize`; `onBatch` gets each batch's size once scored. */
 async function scoreAll(
   model: PolicyModel,
   items: readonly ScoreItem[],
-  options: {
-    batchSize: number
-    temperature: number
-    progress: { scored: number; items: number; report: RescoreInput['onProgress'] }
-  },
+  options: { batchSize: number; temperature: number; onBatch: (items: number) => void },
 ): Promise<Float64Array[]> {
   const out: Float64Array[] = []
-  const { progress } = options
   for (let from = 0; from < items.length; from += options.batchSize) {
     const scored = await model.score(items.slice(from, from + options.batchSize), options.temperature)
     for (const s of scored) out.push(s.logprobs)
-    progress.scored += scored.length
-    progress.report?.(progress.scored, progress.items)
+    options.onBatch(scored.length)
   }
   return out
 }

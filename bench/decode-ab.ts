@@ -1,13 +1,15 @@
-// node --import tsx bench/decode-ab.ts [bench|smollm2|main] [rows...]: decode variants (VARIANTS, default
-// plain/inputs,plain/frozen,fused/frozen: graph plain (model.ts) or fused (decode-graph.ts), weights fed or
-// frozen) interleaved in one process on the same weights and prompts, greedy, the shapes of
-// bench:engine --compare torch (bench 16 × (256 + 128); SmolLM2-135M 16 × (101 + 64), the real GGUF weights
-// when fetched; the main job's built-in model 128 × (200 + 24)). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
+// node --import tsx bench/decode-ab.ts [bench|smollm2|main|household] [rows...]: decode variants (VARIANTS,
+// default plain/inputs,plain/frozen,fused/frozen: graph plain (model.ts) or fused (decode-graph.ts), weights fed
+// or frozen, and with a third part `/worker` through the worker engine, whose thread gets each run's feeds by
+// message, instead of the local one) interleaved in one process on the same weights and prompts, greedy, the
+// shapes of bench:engine --compare torch (bench 16 × (256 + 128); SmolLM2-135M 16 × (101 + 64), the real GGUF
+// weights when fetched; the main job's built-in model 128 × (200 + 24), and 48 × (300 + 24) as in a household
+// rollout step). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
 // wall time on a shared machine), and whether the tokens agree with the first variant.
 import { existsSync } from 'node:fs'
 import { homedir, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { createLocalEngine } from '../engine/index.ts'
+import { createLocalEngine, createWorkerEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
@@ -39,18 +41,22 @@ if (shape === 'bench') {
   weights = checkpoint.weights
   prompt = 101
   newTokens = 64
-} else if (shape === 'main') {
+} else if (shape === 'main' || shape === 'household') {
   // the main job's built-in model (seed/presets/cpu.ts) at its rollout shape: compact prompts, 24-token replies
   const { kind: _kind, vocabSize, ...dims } = CPU_SOKOBAN.model
   config = { ...PRESETS.tiny, ...dims, vocabSize }
   weights = initWeights(config, mulberry32(2))
-  prompt = 200
+  prompt = shape === 'main' ? 200 : 300
   newTokens = 24
 } else throw new Error(`unknown shape ${shape}`)
 
 const VARIANTS = (process.env.VARIANTS ?? 'plain/inputs,plain/frozen,fused/frozen').split(',')
 const engine = createLocalEngine({ threads: THREADS })
-const model = new PolicyModel(engine, config, weights)
+const worker = VARIANTS.some((v) => v.endsWith('/worker')) ? createWorkerEngine({ threads: THREADS }) : undefined
+const models = {
+  local: new PolicyModel(engine, config, weights),
+  worker: worker && new PolicyModel(worker, config, weights),
+}
 const rng = mulberry32(3)
 say(
   `${shape}, ${THREADS} threads, load average before ${loadavg()
@@ -62,7 +68,9 @@ for (const rows of rowsList.length > 0 ? rowsList : [16]) {
     Array.from({ length: prompt }, () => 3 + Math.floor(rng.next() * (config.vocabSize - 3))),
   )
   const once = async (variant: string) => {
-    const [graph, w] = variant.split('/') as ['fused' | 'plain', 'inputs' | 'frozen']
+    const [graph, w, where] = variant.split('/') as ['fused' | 'plain', 'inputs' | 'frozen', 'worker' | undefined]
+    const model = models[where ?? 'local']
+    if (!model) throw new Error(`unknown variant ${variant}`)
     const cpu = process.cpuUsage()
     const out = await generate(model, prompts, {
       maxNewTokens: newTokens,
@@ -120,3 +128,4 @@ say(
     .join(' ')}`,
 )
 await engine.close()
+await worker?.close()

@@ -35,6 +35,7 @@ export {
   createWorkerEngine,
   type Engine,
   type ExecutionProvider,
+  type KeptFeeds,
   type ModelHandle,
   modelId,
   probeExecutionProvider,

@@ -53,6 +53,21 @@ export interface RunOptions {
    * the result's arrays are the ones to keep using.
    */
   outputs?: Readonly<Record<string, TensorData>>
+  /**
+   * Feeds whose buffers go to the engine and come back instead of being copied: large state fed to run after
+   * run, such as a KV cache. The result holds them under their feed names. The worker engine moves them to its
+   * thread and back, so the caller's arrays are detached during the run and the result's are the ones to keep
+   * using; the local engine hands back the caller's own arrays.
+   */
+  lend?: readonly string[]
+  /** Tensors this engine keeps (`keep`), fed to the run as if they were among the feeds. */
+  kept?: KeptFeeds
+}
+
+/** Tensors an engine keeps for runs to name, so that they are not sent with every run. */
+export interface KeptFeeds {
+  readonly id: number
+  readonly names: readonly string[]
 }
 
 export interface Engine {
@@ -62,6 +77,14 @@ export interface Engine {
    */
   load(model: Uint8Array): Promise<ModelHandle>
   run(model: ModelHandle, feeds: Feeds, options?: RunOptions): Promise<Fetches>
+  /**
+   * Keeps these tensors in the engine for runs to name (`RunOptions.kept`) instead of sending them each time:
+   * a decode step's weights, the same for thousands of runs. The worker engine keeps a copy in its thread, the
+   * local engine the caller's arrays (nothing copied): after changing them, keep them again and forget the old.
+   */
+  keep(feeds: Feeds): Promise<KeptFeeds>
+  /** Frees what `keep` kept; a run that names it afterwards fails. */
+  forget(kept: KeptFeeds): Promise<void>
   /** Gives back one reference of `load`; the session (and its memory arena) goes when none remain. */
   release(model: ModelHandle): Promise<void>
   close(): Promise<void>
@@ -92,6 +115,8 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   const cfg = resolvedConfig(config)
   const sessions = new Map<string, Promise<InferenceSession>>()
   const refs = new Map<string, number>()
+  const kept = new Map<number, Feeds>()
+  let nextKept = 0
 
   const session = async (id: string): Promise<InferenceSession> => {
     const s = sessions.get(id)
@@ -137,7 +162,12 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       return { id, inputNames: [...ready.inputNames], outputNames: [...ready.outputNames] }
     },
 
-    async run(model, feeds, options = {}) {
+    async run(model, given, options = {}) {
+      const feeds = withKept(given, options.kept, kept)
+      const lent = options.lend ?? []
+      const strays = lent.filter((n) => !(n in given))
+      if (strays.length > 0)
+        throw new EngineRuntimeError(`model ${model.id.slice(0, 12)}: lent feeds [${strays.join(', ')}] are not fed`)
       const s = await session(model.id)
       const missing = s.inputNames.filter((n) => !(n in feeds))
       const unknown = Object.keys(feeds).filter((n) => !s.inputNames.includes(n))
@@ -160,6 +190,11 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
         throw new EngineRuntimeError(
           `model ${model.id.slice(0, 12)}: pre-allocated outputs [${unknownOutputs.join(', ')}] are not among the fetches`,
         )
+      const clashes = lent.filter((n) => fetches.includes(n))
+      if (clashes.length > 0)
+        throw new EngineRuntimeError(
+          `model ${model.id.slice(0, 12)}: lent feeds [${clashes.join(', ')}] have the names of fetched outputs`,
+        )
       let out: InferenceSession.ReturnType
       try {
         out = await s.run(ortFeeds, ortFetches)
@@ -177,7 +212,18 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
         result[name] = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
         t.dispose?.()
       }
+      for (const name of lent) result[name] = given[name] as TensorData
       return result
+    },
+
+    async keep(feeds) {
+      const id = nextKept++
+      kept.set(id, { ...feeds })
+      return { id, names: Object.keys(feeds) }
+    },
+
+    async forget(handle) {
+      kept.delete(handle.id)
     },
 
     async release(model) {
@@ -196,6 +242,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       const all = [...sessions.values()]
       sessions.clear()
       refs.clear()
+      kept.clear()
       await Promise.all(all.map(async (s) => (await s.catch(() => undefined))?.release()))
     },
   }
@@ -222,15 +269,18 @@ export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
   return {
     load: (model) => call<ModelHandle>('load', { model }),
     run(model, feeds, options = {}) {
-      const outputs = options.outputs
-      const moved = outputs ? transferList(Object.values(outputs)) : []
+      const { outputs, lend, kept } = options
+      const lent = lend ? transferList(lend.flatMap((n) => (feeds[n] ? [feeds[n]] : []))) : []
+      const moved = [...lent, ...(outputs ? transferList(Object.values(outputs)) : [])]
       const transfer = options.transfer
         ? transferList(Object.values(feeds))
         : transferList(Object.values(feeds).filter((t) => moved.includes(t.data.buffer as ArrayBuffer)))
-      return call<Fetches>('run', { model, feeds, fetches: options.fetches, outputs }, [
+      return call<Fetches>('run', { model, feeds, fetches: options.fetches, outputs, lend, kept }, [
         ...new Set([...transfer, ...moved]),
       ])
     },
+    keep: (feeds) => call<KeptFeeds>('keep', { feeds }),
+    forget: (kept) => call<void>('forget', { kept }),
     release: (model) => call<void>('release', { model }),
     async close() {
       if (closed) return
@@ -246,6 +296,17 @@ export function transferList(tensors: readonly TensorData[]): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>()
   for (const t of tensors) if (t.data.buffer instanceof ArrayBuffer) buffers.add(t.data.buffer)
   return [...buffers]
+}
+
+/** The feeds of a run with the kept tensors it names; a name both kept and fed is refused. */
+function withKept(feeds: Feeds, handle: KeptFeeds | undefined, kept: ReadonlyMap<number, Feeds>): Feeds {
+  if (!handle) return feeds
+  const held = kept.get(handle.id)
+  if (!held)
+    throw new EngineRuntimeError(`kept feeds ${handle.id} are not in this engine (forgotten, or kept elsewhere)`)
+  const both = Object.keys(feeds).filter((n) => n in held)
+  if (both.length > 0) throw new EngineRuntimeError(`feeds [${both.join(', ')}] are both kept and fed`)
+  return { ...held, ...feeds }
 }
 
 function messageOf(error: unknown): string {

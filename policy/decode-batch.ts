@@ -92,7 +92,6 @@ export class DecodeBatch {
   readonly #sampling: DecodeSampling | 'auto'
   readonly #compact: boolean
   readonly #frozen: boolean
-  readonly #base: Feeds
   /** Which decode graph runs, and (plain) why the fused one does not. */
   readonly graph: 'fused' | 'plain'
   readonly plainReason?: string
@@ -122,7 +121,6 @@ export class DecodeBatch {
     // the adapters are inputs of the plain graph only; the frozen and fused graphs carry the base weights alone
     if (this.#frozen && model.lora)
       throw new DecodeBatchError('frozen decode weights: this model has LoRA adapters (decode it with weights fed)')
-    this.#base = this.#frozen ? model.ropeFeeds() : model.baseFeeds()
     const asked = options.graph ?? 'plain'
     const unsupported =
       asked === 'plain'
@@ -294,7 +292,6 @@ export class DecodeBatch {
     })
     const sampling = this.#samplingFor(specs)
     const feeds: Feeds = {
-      ...this.#base,
       [IO.ids]: tensor('int64', [J, P], ids),
       [FUSED_IO.seqlensK]: tensor(
         'int32',
@@ -305,7 +302,9 @@ export class DecodeBatch {
       ...this.#samplerFeeds(sampling, specs),
     }
     if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
-    const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds)
+    const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds, {
+      kept: await model.decodeFeeds(this.#frozen),
+    })
     const S = this.capacity
     const KV = c.numKvHeads
     const D = c.headDim
@@ -356,7 +355,6 @@ export class DecodeBatch {
     const dims = [B, c.numKvHeads, S, c.headDim]
     const n = B * c.numKvHeads * c.headDim * S
     const feeds: Feeds = {
-      ...this.#base,
       [IO.ids]: tensor('int64', [B, 1], ids),
       [FUSED_IO.seqlensK]: tensor('int32', [B], seqlens),
       // ≥ 2 (every live row has a prompt token in its cache): GroupQueryAttention reads 1 as a prompt
@@ -375,6 +373,7 @@ export class DecodeBatch {
     }
     const out = await model.engine.run(await model.decodeSession('fused', sampling, false, this.#frozen), feeds, {
       outputs,
+      kept: await model.decodeFeeds(this.#frozen),
     })
     for (let l = 0; l < c.numLayers; l++) {
       // the worker engine hands the moved buffers back in the result: keep those
@@ -450,7 +449,6 @@ export class DecodeBatch {
     const B = specs.length
     const S = this.capacity
     const feeds: Feeds = {
-      ...this.#base,
       [IO.ids]: tensor('int64', [B, input.tq], input.ids),
       [IO.positions]: tensor('int64', [B, input.tq], input.positions),
       [IO.valid]: model.float([B, input.tq], input.valid),
@@ -459,13 +457,15 @@ export class DecodeBatch {
         specs.map((s) => 1 / (s?.temperature ?? 1)),
       ),
     }
+    const lend: string[] = []
     if (!prefill) {
-      // rows [0, B) are a prefix of every cache buffer: views, no copies
+      // rows [0, B) are a prefix of every cache buffer: views, lent to the engine (not copied)
       feeds[IO.cacheValid] = model.float([B, S], this.#cacheValid.subarray(0, B * S))
       const n = B * c.numKvHeads * c.headDim * S
       for (let l = 0; l < c.numLayers; l++) {
         feeds[IO.cacheK(l)] = tensor(model.dtype, [B, c.numKvHeads, c.headDim, S], view(this.#kT[l], n))
         feeds[IO.cacheV(l)] = tensor(model.dtype, [B, c.numKvHeads, S, c.headDim], view(this.#v[l], n))
+        lend.push(IO.cacheK(l), IO.cacheV(l))
       }
     }
     if (sampling === 'in-graph') {
@@ -475,7 +475,13 @@ export class DecodeBatch {
         specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
       )
     }
-    return model.engine.run(await model.decodeSession('plain', sampling, prefill, this.#frozen), feeds)
+    const session = await model.decodeSession('plain', sampling, prefill, this.#frozen)
+    const out = await model.engine.run(session, feeds, { kept: await model.decodeFeeds(this.#frozen), lend })
+    for (let l = 0; l < c.numLayers && !prefill; l++) {
+      this.#kT[l] = rebound(this.#kT[l] as Float32Array, out[IO.cacheK(l)]?.data as Float32Array)
+      this.#v[l] = rebound(this.#v[l] as Float32Array, out[IO.cacheV(l)]?.data as Float32Array)
+    }
+    return out
   }
 
   #choose(
@@ -500,8 +506,9 @@ function needsRows(spec: SequenceSpec): boolean {
 }
 
 /** The cache buffer to keep after a run: ours (local engine), or the one the worker handed back (whole). */
-function rebound(mine: Float32Array, got: Float32Array): Float32Array {
-  return got.buffer === mine.buffer ? mine : new Float32Array(got.buffer as ArrayBuffer)
+function rebound<T extends Float32Array | Float64Array>(mine: T, got: T): T {
+  if (got.buffer === mine.buffer) return mine
+  return (mine instanceof Float64Array ? new Float64Array(got.buffer) : new Float32Array(got.buffer)) as T
 }
 
 function view<T extends Float32Array | Float64Array>(buffer: T | undefined, n: number): T {

@@ -3,6 +3,7 @@ import {
   type Engine,
   encodeModel,
   type Feeds,
+  type KeptFeeds,
   type ModelHandle,
   type TensorData,
   tensor,
@@ -86,6 +87,8 @@ export class PolicyModel {
   #frozenPrint?: string
   #score?: Promise<ModelHandle>
   #forward?: Promise<ModelHandle>
+  /** The decode feeds kept in the engine, by which weights they copy (see `decodeFeeds`). */
+  #kept = new Map<boolean, { print: string; handle: Promise<KeptFeeds> }>()
   /** Every graph this model loaded (the cached ones and train graphs), for `release`. */
   readonly #loaded = new Set<Promise<ModelHandle>>()
 
@@ -211,6 +214,28 @@ export class PolicyModel {
     return { [IO.ropeCos]: this.#rope.cos, [IO.ropeSin]: this.#rope.sin }
   }
 
+  /**
+   * The feeds every decode run shares, kept in the engine so that a step sends only its own inputs: every
+   * weight, adapter tensor and rotary table (`baseFeeds`), or with `frozen` (weights baked into the sessions)
+   * the rotary tables alone. Kept once per version of the weights: a fingerprint of the weights and adapters
+   * (as for frozen sessions) tells when they changed in place, and the stale copy is forgotten.
+   */
+  decodeFeeds(frozen: boolean): Promise<KeptFeeds> {
+    const print = frozen ? 'rope' : this.#trainedPrint()
+    const held = this.#kept.get(frozen)
+    if (held?.print === print) return held.handle
+    if (held) void held.handle.then((k) => this.#engine.forget(k)).catch(() => undefined)
+    const handle = this.#engine.keep(frozen ? this.ropeFeeds() : this.baseFeeds())
+    this.#kept.set(frozen, { print, handle })
+    return handle
+  }
+
+  /** Fingerprint of the weights and the adapters (`weightsFingerprint`). */
+  #trainedPrint(): string {
+    const adapters = this.lora ? this.trainableSpecs().map((s) => this.lora?.adapters.get(s.name)) : []
+    return fingerprint([...parameterSpecs(this.config).map((s) => this.weights.get(s.name)), ...adapters])
+  }
+
   /** The fused (GroupQueryAttention) decode graph of decode-graph.ts; see `fusedDecodeUnsupported` first. */
   fusedDecodeModel(sampling: DecodeSampling = 'in-graph', prefill = false): Promise<ModelHandle> {
     const key = `fused/${sampling}/${prefill}`
@@ -267,7 +292,9 @@ export class PolicyModel {
    */
   async release(): Promise<void> {
     const handles = [...this.#loaded]
+    const kept = [...this.#kept.values()].map((k) => k.handle)
     this.#loaded.clear()
+    this.#kept.clear()
     this.#decode.clear()
     this.#score = undefined
     this.#forward = undefined
@@ -280,6 +307,7 @@ export class PolicyModel {
         }
       }),
     )
+    await Promise.all(kept.map(async (k) => this.#engine.forget(await k).catch(() => undefined)))
   }
 
   /** Packs items into one right-padded batch with shifted targets. */
@@ -352,6 +380,10 @@ export class PolicyModel {
  * it was built from; it is not a content hash (a change confined to values it does not sample goes unseen).
  */
 export function weightsFingerprint(c: ModelConfig, weights: ReadonlyMap<string, Float32Array>): string {
+  return fingerprint(parameterSpecs(c).map((spec) => weights.get(spec.name)))
+}
+
+function fingerprint(tensors: readonly (Float32Array | undefined)[]): string {
   let h = 0x811c9dc5
   const mix = (x: number) => {
     h ^= x
@@ -359,8 +391,7 @@ export function weightsFingerprint(c: ModelConfig, weights: ReadonlyMap<string, 
   }
   const bits = new Uint32Array(1)
   const f = new Float32Array(bits.buffer)
-  for (const spec of parameterSpecs(c)) {
-    const w = weights.get(spec.name)
+  for (const w of tensors) {
     if (!w) continue
     mix(w.length)
     const n = Math.min(256, w.length)

@@ -167,6 +167,10 @@ function lazyEngine(create: () => Engine): Engine {
   return {
     load: (model) => get().load(model),
     run: (model, feeds, options) => get().run(model, feeds, options),
+    keep: (feeds) => get().keep(feeds),
+    forget: async (kept) => {
+      if (engine) await engine.forget(kept)
+    },
     release: async (model) => {
       if (engine) await engine.release(model)
     },

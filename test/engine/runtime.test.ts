@@ -73,6 +73,34 @@ for (const [kind, make] of [
       await engine.release(second)
       await assert.rejects(engine.run(second, feeds()), EngineRuntimeError)
     })
+
+    it('feeds kept tensors by name until they are forgotten', async () => {
+      const model = await engine.load(smallModel())
+      const kept = await engine.keep({ w: feeds().w })
+      assert.deepEqual(kept.names, ['w'])
+      const out = await engine.run(model, { x: feeds().x }, { kept })
+      assert.deepEqual(out.y?.data, Float32Array.of(4, -1, 0, -1))
+      await assert.rejects(engine.run(model, feeds(), { kept }), {
+        name: 'EngineRuntimeError',
+        message: 'feeds [w] are both kept and fed',
+      })
+      await engine.forget(kept)
+      await assert.rejects(engine.run(model, { x: feeds().x }, { kept }), {
+        name: 'EngineRuntimeError',
+        message: /kept feeds \d+ are not in this engine/,
+      })
+    })
+
+    it('hands lent feeds back in the result, with their values', async () => {
+      const model = await engine.load(smallModel())
+      const out = await engine.run(model, feeds(), { lend: ['x'], fetches: ['y'] })
+      assert.deepEqual(Object.keys(out).sort(), ['x', 'y'])
+      assert.deepEqual(out.x, feeds().x)
+      await assert.rejects(engine.run(model, { ...feeds() }, { lend: ['z'] }), {
+        name: 'EngineRuntimeError',
+        message: /lent feeds \[z\] are not fed/,
+      })
+    })
   })
 }
 
@@ -84,6 +112,26 @@ describe('worker engine', () => {
       const f = feeds()
       await engine.run(model, f, { transfer: true })
       assert.equal(f.x.data.byteLength, 0, 'the caller no longer holds the transferred buffer')
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it('moves lent feeds to its thread and back instead of copying them', async () => {
+    const engine = createWorkerEngine({ threads: 1 })
+    try {
+      const model = await engine.load(smallModel())
+      const x = new Float32Array(8)
+      x.set([1, 2, 3, -1, 0, 1])
+      const f = { x: tensor('float32', [2, 3], x.subarray(0, 6)), w: feeds().w }
+      const pending = engine.run(model, f, { lend: ['x'], fetches: ['y'] })
+      assert.equal(x.byteLength, 0, 'lent: detached here during the run')
+      assert.equal(f.w.data.byteLength, 24, 'not lent: copied')
+      const out = await pending
+      const back = out.x?.data as Float32Array
+      assert.equal(back.buffer.byteLength, 32, 'the whole buffer came back, not only the view that was fed')
+      assert.deepEqual(back, Float32Array.of(1, 2, 3, -1, 0, 1))
+      assert.deepEqual(out.y?.data, Float32Array.of(4, -1, 0, -1))
     } finally {
       await engine.close()
     }

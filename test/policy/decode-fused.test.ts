@@ -161,25 +161,35 @@ describe('fused decode graph', () => {
     assert.ok(gap(await run('fused', true), fedAfter) <= 1e-4)
   })
 
-  it('gives the same tokens through the worker engine (cache buffers moved to the worker and back)', async () => {
+  it('gives the same tokens through the worker engine, before and after the weights change in place', async () => {
+    // plain: caches lent to the worker and back; fused: caches moved as outputs; both: weights kept in the
+    // worker, kept again once an update changes them in place
     const worker: Engine = createWorkerEngine({ threads: 1 })
     try {
-      const weights = initWeights(LLAMA, mulberry32(7), 0.3)
-      const decode = async (e: Engine) => {
-        const model = new PolicyModel(e, LLAMA, weights)
-        const batch = new DecodeBatch(model, { rows: 2, capacity: 32, compact: true, graph: 'fused' })
-        const { tokens } = await staggered(
-          batch,
-          [0, 1, 3].map((i) => ({ prompt: PROMPTS[i] as number[], temperature: 0.9, rng: mulberry32(50 + i) })),
-          [0, 1, 18],
-          16,
-        )
-        return tokens
+      for (const graph of ['plain', 'fused'] as const) {
+        const weights = initWeights(LLAMA, mulberry32(7), 0.3)
+        const local = new PolicyModel(engine, LLAMA, weights)
+        const remote = new PolicyModel(worker, LLAMA, weights)
+        const decode = async (model: PolicyModel) => {
+          const batch = new DecodeBatch(model, { rows: 2, capacity: 32, compact: true, graph })
+          const { tokens } = await staggered(
+            batch,
+            [0, 1, 3].map((i) => ({ prompt: PROMPTS[i] as number[], temperature: 0.9, rng: mulberry32(50 + i) })),
+            [0, 1, 18],
+            16,
+          )
+          return tokens
+        }
+        const before = await decode(local)
+        assert.deepEqual(tokensOf(await decode(remote)), tokensOf(before), graph)
+        assert.ok(worstGap(await decode(remote), before) <= 1e-6, graph)
+        for (const w of weights.values()) for (let i = 0; i < w.length; i++) w[i] = (w[i] as number) * 1.3
+        const after = await decode(local)
+        assert.notDeepEqual(tokensOf(after), tokensOf(before), `${graph}: the change shows`)
+        assert.deepEqual(tokensOf(await decode(remote)), tokensOf(after), `${graph}: after the change`)
+        assert.ok(worstGap(await decode(remote), after) <= 1e-6, graph)
+        await remote.release()
       }
-      const local = await decode(engine)
-      const remote = await decode(worker)
-      assert.deepEqual(tokensOf(remote), tokensOf(local))
-      assert.ok(worstGap(remote, local) <= 1e-6)
     } finally {
       await worker.close()
     }

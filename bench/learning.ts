@@ -338,6 +338,11 @@ const local: LocalWorker = await createLocalWorker({
   connectionOptions: target.connectionOptions,
   namespace: target.namespace,
   store,
+  // one activity at a time on each model-bound queue: a leg's worker that also takes up another leg's work
+  // on the same dev server (after a killed process) then queues it instead of holding both phases' memory at
+  // once (a warm-start beside a seed-oracle update reached 17.8 GB, docs/benchmarks.md §3.7); the engine has
+  // one thread, so running them together was not faster
+  modelActivitySlots: 1,
 })
 const working = local.runUntil(
   (async () => {

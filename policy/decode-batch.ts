@@ -477,9 +477,12 @@ export class DecodeBatch {
     }
     const session = await model.decodeSession('plain', sampling, prefill, this.#frozen)
     const out = await model.engine.run(session, feeds, { kept: await model.decodeFeeds(this.#frozen), lend })
-    for (let l = 0; l < c.numLayers && !prefill; l++) {
-      this.#kT[l] = rebound(this.#kT[l] as Float32Array, out[IO.cacheK(l)]?.data as Float32Array)
-      this.#v[l] = rebound(this.#v[l] as Float32Array, out[IO.cacheV(l)]?.data as Float32Array)
+    if (!prefill) {
+      // the worker engine hands the lent buffers back in the result: keep those
+      for (let l = 0; l < c.numLayers; l++) {
+        this.#kT[l] = rebound(this.#kT[l] as CacheArray, out[IO.cacheK(l)]?.data as CacheArray)
+        this.#v[l] = rebound(this.#v[l] as CacheArray, out[IO.cacheV(l)]?.data as CacheArray)
+      }
     }
     return out
   }
@@ -505,8 +508,10 @@ function needsRows(spec: SequenceSpec): boolean {
   return (spec.topP ?? 1) < 1 || (spec.topLogprobs ?? 0) > 0
 }
 
+type CacheArray = Float32Array | Float64Array
+
 /** The cache buffer to keep after a run: ours (local engine), or the one the worker handed back (whole). */
-function rebound<T extends Float32Array | Float64Array>(mine: T, got: T): T {
+function rebound<T extends CacheArray>(mine: T, got: T): T {
   if (got.buffer === mine.buffer) return mine
   return (mine instanceof Float64Array ? new Float64Array(got.buffer) : new Float32Array(got.buffer)) as T
 }

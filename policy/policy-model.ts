@@ -180,7 +180,7 @@ export class PolicyModel {
   ): Promise<ModelHandle> {
     if (!frozen)
       return graph === 'fused' ? this.fusedDecodeModel(sampling, prefill) : this.decodeModel(sampling, prefill)
-    const print = weightsFingerprint(this.config, this.weights)
+    const print = this.#trainedPrint()
     if (print !== this.#frozenPrint) {
       const stale = [...this.#frozen.values()]
       this.#frozen.clear()
@@ -230,7 +230,7 @@ export class PolicyModel {
     return handle
   }
 
-  /** Fingerprint of the weights and the adapters (`weightsFingerprint`). */
+  /** Fingerprint of the weights and the adapters (`fingerprint`): tells frozen sessions and kept feeds apart. */
   #trainedPrint(): string {
     const adapters = this.lora ? this.trainableSpecs().map((s) => this.lora?.adapters.get(s.name)) : []
     return fingerprint([...parameterSpecs(this.config).map((s) => this.weights.get(s.name)), ...adapters])
@@ -375,14 +375,10 @@ export class PolicyModel {
 }
 
 /**
- * A cheap fingerprint of the weights: each tensor's length and 256 of its values spread over it, FNV-1a over
- * their bits. An optimizer step moves (nearly) every value, so a frozen session never outlives the weights
- * it was built from; it is not a content hash (a change confined to values it does not sample goes unseen).
+ * A cheap fingerprint of tensors: each one's length and 256 of its values spread over it, FNV-1a over their
+ * bits. An optimizer step moves (nearly) every value, so neither a frozen session nor kept decode feeds outlive
+ * the weights they copy; it is not a content hash (a change confined to values it does not sample goes unseen).
  */
-export function weightsFingerprint(c: ModelConfig, weights: ReadonlyMap<string, Float32Array>): string {
-  return fingerprint(parameterSpecs(c).map((spec) => weights.get(spec.name)))
-}
-
 function fingerprint(tensors: readonly (Float32Array | undefined)[]): string {
   let h = 0x811c9dc5
   const mix = (x: number) => {

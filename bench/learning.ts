@@ -5,7 +5,9 @@
 // from the base or from Stage 1 (the row's start), so the rows of one seed share one warm-start and one Stage 1
 // and see the same tasks per iteration (the iteration seed does not depend on the row). Resumable: an
 // (env, row, seed) already in the results file is skipped, and a run id that already finished is read, not
-// rerun (its phases are reused from the store when the dev server's state is gone). Results go to
+// rerun (its phases are reused from the store when the dev server's state is gone); a seed's shared start (its base
+// and Stage 1 runs) is bundled into bench/results/learning-starts/ once made and restored from there on another
+// machine, so the rows of one seed can run in different sessions from the same warm-start. Results go to
 // bench/results/learning.json after each (env, row, seed) leg, with the leg's per-iteration diagnostics in
 // bench/results/learning-runs/, then the table and plot are rebuilt (bench/learning-report.ts), with what
 // orchestration cost per iteration (Temporal time beside compute time); `--commit` commits them as each leg ends.
@@ -37,6 +39,7 @@ import { TASK_QUEUES } from '../workers/task-queues.ts'
 import { type Evaluation, type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
 import { type LearningEntry, type LearningResults, writeLearningReport } from './learning-report.ts'
 import { orchestrationShare } from './orchestration.ts'
+import { bundleRun, restoreRun } from './run-bundle.ts'
 
 /** Rows the benchmark runs: those that evaluate without skills in the prompt. */
 const BENCH_ROWS = ['seed', 'grpo', 'seed-oracle', 'seed-static', 'seed-library', 'seed-no-sft'] as const
@@ -69,6 +72,11 @@ const args = parseArgs({
     out: { type: 'string', default: 'bench/results/learning.json' },
     /** Where each leg's per-iteration diagnostics go (one JSON file per env, row and seed). */
     runs: { type: 'string', default: 'bench/results/learning-runs' },
+    /**
+     * Where each seed's shared start (its base and Stage 1 runs' stored objects) is kept, so the rows of a seed can
+     * be run in later sessions, on other machines, from the same warm-start and Stage 1 (bench/run-bundle.ts).
+     */
+    starts: { type: 'string', default: 'bench/results/learning-starts' },
     /** Prefix of the benchmark's run ids (another prefix starts over). */
     prefix: { type: 'string', default: 'lb' },
     /** ORT threads of the in-process worker's engine (SEEDFLOW_ORT_THREADS). */
@@ -117,14 +125,8 @@ function splitsOf(env: RunEnvName): [Split, ...Split[]] {
 }
 for (const env of envs) splitsOf(env)
 
-/**
- * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics) and nothing else that
- * is staged, so a leg's figures are kept whatever happens to the machine afterwards; retried while another git
- * process holds the index.
- */
-function commitLeg(message: string, files: readonly string[]): void {
-  const stem = args.out.replace(/\.json$/, '')
-  const paths = [...files, `${stem}.md`, `${stem}.svg`]
+/** Commits `paths` and nothing else that is staged; retried while another git process holds the index. */
+function commitPaths(message: string, paths: readonly string[]): void {
   for (let attempt = 1; ; attempt++) {
     const add = spawnSync('git', ['add', '--', ...paths], { encoding: 'utf8' })
     const commit =
@@ -139,6 +141,15 @@ function commitLeg(message: string, files: readonly string[]): void {
     }
     spawnSync('sleep', ['2'])
   }
+}
+
+/**
+ * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics), so a leg's figures
+ * are kept whatever happens to the machine afterwards.
+ */
+function commitLeg(message: string, files: readonly string[]): void {
+  const stem = args.out.replace(/\.json$/, '')
+  commitPaths(message, [...files, `${stem}.md`, `${stem}.svg`])
 }
 
 const started = performance.now()
@@ -264,6 +275,28 @@ async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedR
   return watched(client, id, started.result())
 }
 
+/**
+ * Runs a seed's shared start (its base or Stage 1 run) to its end, from the bundle in `--starts` when one is
+ * there (restored into the store first, so the pipeline reuses its stored phases instead of training them again
+ * on this machine, whose kernels may round differently), and bundles it there once it has ended (committed with
+ * `--commit`), so the seed's other rows can run from it in another session.
+ */
+async function sharedStart(client: Client, id: string, c: RunConfig): Promise<SeedRunResult> {
+  const file = join(args.starts, `${id}.jsonl.gz`)
+  if (existsSync(file)) {
+    const restored = await restoreRun(store, file)
+    if (restored.written > 0)
+      log(`  ${id}: restored ${restored.written} of ${restored.objects} stored objects from ${file}`)
+  }
+  const result = await runToEnd(client, id, c)
+  if (!existsSync(file)) {
+    const bundled = await bundleRun(store, id, file)
+    log(`  ${id}: ${bundled.objects} stored objects (${(bundled.bytes / 2 ** 20).toFixed(1)} MiB) bundled in ${file}`)
+    if (args.commit) commitPaths(`bench:learning: the stored objects of ${id}, a seed's shared start`, [file])
+  }
+  return result
+}
+
 /** A run's result, with its progress (phase, step, iteration, evaluations) logged at most twice a minute meanwhile. */
 async function watched(client: Client, id: string, result: Promise<SeedRunResult>): Promise<SeedRunResult> {
   const watcher = watchRun(client, id, (line) => log(`  ${id} ${line}`), 30_000)
@@ -355,7 +388,7 @@ const working = local.runUntil(
         }
         const baseId = runId(env, `s${seed}`, 'base')
         log(`${env} seed ${seed}: the base run (warm-start and its evaluations)`)
-        const base = await runToEnd(client, baseId, config(env, 'grpo', seed, { iterations: 0 }))
+        const base = await sharedStart(client, baseId, config(env, 'grpo', seed, { iterations: 0 }))
         const baseEntries = await entries(store, base, 'warm-start', env)
         const needsPi0 = todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
         const stage1Id = runId(env, `s${seed}`, 'stage1')
@@ -363,7 +396,7 @@ const working = local.runUntil(
         if (needsPi0) {
           log(`${env} seed ${seed}: the Stage 1 run, forked from the base`)
           const fork = { run: baseId, at: 'base' as const }
-          const pi0 = await runToEnd(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }))
+          const pi0 = await sharedStart(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }))
           stage1Entries = (await entries(store, pi0, 'stage1', env)).filter((e) => e.checkpoint === 'stage1')
         }
         for (const row of todo) {

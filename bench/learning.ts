@@ -247,8 +247,12 @@ function runId(...parts: (string | number)[]): string {
   return `${id.slice(0, MAX_RUN_ID - hash.length - 1)}-${hash}`
 }
 
+/** The run the benchmark is waiting for (named when it is interrupted). */
+let current: string | undefined
+
 /** Runs seedRun `id` to its end, or reads the result of the run of that id that already finished. */
 async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedRunResult> {
+  current = id
   const handle = client.workflow.getHandle<typeof seedRun>(id)
   try {
     const { status } = await handle.describe()
@@ -438,10 +442,20 @@ const working = local.runUntil(
     }
   })(),
 )
+// The worker shuts down on SIGINT and SIGTERM (the Temporal SDK's own handlers); the workflows go on at the server
+let interrupted: NodeJS.Signals | undefined
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted ??= signal))
 try {
   await working
+} catch (error) {
+  if (!interrupted) throw error
+  process.exitCode = 130
+  log(
+    `interrupted (${interrupted})${current ? `: run ${current} goes on at ${target.connectionOptions.address ?? 'the Temporal server'} without this worker` : ''}; ` +
+      'the same command continues (finished legs are skipped, finished runs read, stored phases reused)',
+  )
 } finally {
   await local.close()
   await connection.close()
 }
-log('done')
+if (!interrupted) log('done')

@@ -75,18 +75,19 @@ export async function restoreRun(
   if (lines.length - 1 !== header.objects)
     throw new Error(`${file}: the header names ${header.objects} objects, the file holds ${lines.length - 1}`)
   const prefix = keys.runPrefix(header.runId)
-  const objects = lines.slice(1).map((line) => JSON.parse(line) as BundledObject)
-  for (const o of objects) {
-    // check the whole file before writing anything, so a damaged bundle leaves the store as it was
+  // check the whole file before writing anything, so a damaged bundle leaves the store as it was
+  const objects = lines.slice(1).map((line) => {
+    const o = JSON.parse(line) as BundledObject
     if (!o.key.startsWith(prefix)) throw new Error(`${file}: ${o.key} is not an object of run ${header.runId}`)
     const data = Buffer.from(o.data, 'base64')
     if (data.length !== o.bytes || sha256(data) !== o.sha256)
       throw new Error(`${file}: ${o.key} does not match its recorded sha256 (the file is damaged)`)
-  }
+    return { key: o.key, sha256: o.sha256, data }
+  })
   let written = 0
   let kept = 0
   for (const o of objects) {
-    const result = await store.putIfAbsent(o.key, Buffer.from(o.data, 'base64'))
+    const result = await store.putIfAbsent(o.key, o.data)
     if (result.created) written++
     else if (result.info.sha256 === o.sha256) kept++
     else

@@ -16,6 +16,8 @@ export interface LearningEntry {
   success: number
   /** Macro average: the mean of the per-family success rates (absent in results from before it was recorded). */
   macro?: number
+  /** How many task families the evaluation covered (absent in results from before it was recorded). */
+  families?: number
   score: number
   episodes: number
   /** sha256 of the evaluated checkpoint's model file (absent in results from before it was recorded). */
@@ -149,9 +151,12 @@ export function learningTable(results: LearningResults): string {
   ]
   const paired: string[] = []
   for (const [env, rows] of Object.entries(results)) {
-    // macro rows where some evaluation's macro average differs from its micro one (one family: they agree)
+    // macro rows where some evaluation covered several families (older results, without a family count: where
+    // the two averages differ); with one family they are the same number
     const averages: Average[] = Object.values(rows).some((seeds) =>
-      Object.values(seeds).some((entries) => entries.some((e) => e.macro !== undefined && e.macro !== e.success)),
+      Object.values(seeds).some((entries) =>
+        entries.some((e) => e.macro !== undefined && ((e.families ?? 1) > 1 || e.macro !== e.success)),
+      ),
     )
       ? ['micro', 'macro']
       : ['micro']
@@ -196,8 +201,9 @@ export function learningTable(results: LearningResults): string {
   }
   return [
     'Held-out success in %, mean ± 95% t-interval over training seeds (no interval with one seed). `micro`: over',
-    'all evaluated episodes; `macro`: the mean of the per-family rates, shown where it differs (sokoban has one',
-    'family, so there the two agree and only micro is shown).',
+    'all evaluated episodes; `macro`: the mean of the per-family rates, shown for environments with several task',
+    'families (sokoban has one, so only micro is shown). Where an evaluation holds equally many tasks of each family',
+    "(household: a task's family is its seed mod 6, so 300 tasks hold 50 of each) the two are equal by construction.",
     '"final" is the last iteration\'s checkpoint, never the best of several; the sha256 of every evaluated',
     'checkpoint is in the results JSON (`checkpointSha256`).',
     '',

@@ -330,6 +330,7 @@ async function entries(
       split: string
       successRate: number
       macroSuccessRate: number
+      perFamily: Record<string, unknown>
       meanScore: number
       tasks: number
     }
@@ -342,6 +343,7 @@ async function entries(
       checkpoint,
       success: evaluation.successRate,
       macro: evaluation.macroSuccessRate,
+      families: Object.keys(evaluation.perFamily).length,
       score: evaluation.meanScore,
       episodes: evaluation.tasks,
       checkpointSha256,

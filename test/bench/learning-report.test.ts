@@ -131,6 +131,14 @@ describe('learning report', () => {
       sokoban: { grpo: { '1': [{ ...at('warm-start', 0, 'test-seen', 0.3), macro: 0.3 }] } },
     })
     assert.doesNotMatch(oneFamily, /\| macro \|/, 'no macro rows where macro and micro agree (one family)')
+    const balanced = learningTable({
+      household: { grpo: { '1': [{ ...at('warm-start', 0, 'test-unseen', 0.3), macro: 0.3, families: 6 }] } },
+    })
+    assert.match(
+      balanced,
+      /\| household \| grpo \| 1 \| test-unseen \| macro \| 30\.0 \|/,
+      'equal averages of six families',
+    )
     const points = curvePoints(results)
     // seed's curve starts at Stage 1; grpo's at the warm-start, with its one-seed point at 4 iterations
     assert.deepEqual(

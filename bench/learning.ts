@@ -18,6 +18,7 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client'
@@ -301,9 +302,14 @@ async function sharedStart(client: Client, id: string, c: RunConfig): Promise<Se
   return result
 }
 
-/** A run's result, with its progress (phase, step, iteration, evaluations) logged at most twice a minute meanwhile. */
+/**
+ * A run's result, with its progress (phase, step, iteration, evaluations) logged at most twice a minute meanwhile,
+ * each line with the time of day and the machine's 1-minute load average: a phase that runs slow on a busy or
+ * slow machine shows it in the log.
+ */
 async function watched(client: Client, id: string, result: Promise<SeedRunResult>): Promise<SeedRunResult> {
-  const watcher = watchRun(client, id, (line) => log(`  ${id} ${line}`), 30_000)
+  const stamp = () => `${new Date().toISOString().slice(11, 16)}Z load ${loadavg()[0]?.toFixed(1)}`
+  const watcher = watchRun(client, id, (line) => log(`  ${id} ${line} (${stamp()})`), 30_000)
   let evaluations: readonly Evaluation[] | undefined
   try {
     const r = await result

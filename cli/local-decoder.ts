@@ -38,7 +38,8 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
   if (capacity > checkpoint.config.maxPositions)
     throw new RunInputError(`--context ${capacity} exceeds the model's ${checkpoint.config.maxPositions} positions`)
   const policy = new PolicyModel(engine, checkpoint.config, checkpoint.weights)
-  const scheduler = new Scheduler(new DecodeBatch(policy, { rows: 1, capacity, compact: true }), { maxQueue: 1 })
+  const batch = new DecodeBatch(policy, { rows: 1, capacity, compact: true })
+  const scheduler = new Scheduler(batch, { maxQueue: 1 })
   return {
     model,
     context: capacity,
@@ -87,6 +88,7 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
     },
     async close() {
       await scheduler.close(0)
+      await batch.close()
       await policy.release()
     },
   }

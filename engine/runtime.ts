@@ -5,10 +5,11 @@ import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-node'
 import { createBuilder } from './builder.ts'
-import type { DType } from './dtype.ts'
+import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
 import { Graph } from './ir.ts'
 import { encodeModel } from './onnx.ts'
+import { formatShape } from './shape.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
 
@@ -44,30 +45,38 @@ export interface RunOptions {
   fetches?: readonly string[]
   /** Worker engine only: move the feeds' buffers to the worker instead of copying (the caller loses them). */
   transfer?: boolean
+  /** Tensors this engine keeps (`keep`, `allocate`), fed to the run as if they were among the feeds. */
+  kept?: KeptFeeds | readonly KeptFeeds[]
   /**
-   * Pre-allocated outputs, written in place by the run (ORT binds them as the outputs' memory): each must have
-   * the dtype and dims the output will have. An output may share a feed's memory where the kernel allows it
-   * (GroupQueryAttention's present_key over its past_key: the cache is updated in place, nothing copied).
-   * The result holds these outputs too, over the same memory on the local engine. The worker engine moves
-   * their buffers (and every feed sharing them) to the worker and back: the caller's arrays are detached and
-   * the result's arrays are the ones to keep using.
+   * Outputs the run writes into the memory of a kept feed (output name → that feed's name), in place: ORT binds
+   * the feed's memory as the output's, which a kernel may share with the feed itself (GroupQueryAttention's
+   * present_key over its past_key). The kept tensor holds the result; the output is not returned.
    */
-  outputs?: Readonly<Record<string, TensorData>>
-  /**
-   * Feeds whose buffers go to the engine and come back instead of being copied: large state fed to run after
-   * run, such as a KV cache. The result holds them under their feed names. The worker engine moves them to its
-   * thread and back, so the caller's arrays are detached during the run and the result's are the ones to keep
-   * using; the local engine hands back the caller's own arrays.
-   */
-  lend?: readonly string[]
-  /** Tensors this engine keeps (`keep`), fed to the run as if they were among the feeds. */
-  kept?: KeptFeeds
+  inPlace?: Readonly<Record<string, string>>
+  /** Outputs written into kept tensors after the run instead of being returned (see `KeptWrite`). */
+  writes?: Readonly<Record<string, KeptWrite>>
 }
 
-/** Tensors an engine keeps for runs to name, so that they are not sent with every run. */
+/**
+ * Tensors an engine keeps for runs to name, so that they are not sent with every run. With `rows`, a run is
+ * fed only the first `rows` entries of each along axis 0 (views: nothing copied), as `{ ...handle, rows }`.
+ */
 export interface KeptFeeds {
   readonly id: number
   readonly names: readonly string[]
+  readonly rows?: number
+}
+
+/**
+ * Where a run's output goes in a kept tensor: entry `from` of the output (along axis 0) is written into entry
+ * `row` of the kept tensor, starting at index `at` along `axis` and spanning the output's extent there. Every
+ * other axis (but 0) has the same size in both: a KV cache's new columns, written where each row is.
+ */
+export interface KeptWrite {
+  readonly kept: KeptFeeds
+  readonly name: string
+  readonly axis: number
+  readonly slices: readonly { readonly from: number; readonly row: number; readonly at: number }[]
 }
 
 export interface Engine {
@@ -83,6 +92,11 @@ export interface Engine {
    * local engine the caller's arrays (nothing copied): after changing them, keep them again and forget the old.
    */
   keep(feeds: Feeds): Promise<KeptFeeds>
+  /**
+   * Keeps zero-filled tensors of these shapes, made in the engine (nothing is sent): state that runs read and
+   * update where the model runs (`RunOptions.inPlace`, `RunOptions.writes`), such as a decode batch's KV cache.
+   */
+  allocate(shapes: Readonly<Record<string, { dtype: DType; dims: readonly number[] }>>): Promise<KeptFeeds>
   /** Frees what `keep` kept; a run that names it afterwards fails. */
   forget(kept: KeptFeeds): Promise<void>
   /** Gives back one reference of `load`; the session (and its memory arena) goes when none remain. */
@@ -117,6 +131,11 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   const refs = new Map<string, number>()
   const kept = new Map<number, Feeds>()
   let nextKept = 0
+  const keep = (feeds: Feeds): KeptFeeds => {
+    const id = nextKept++
+    kept.set(id, { ...feeds })
+    return { id, names: Object.keys(feeds) }
+  }
 
   const session = async (id: string): Promise<InferenceSession> => {
     const s = sessions.get(id)
@@ -164,10 +183,6 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
 
     async run(model, given, options = {}) {
       const feeds = withKept(given, options.kept, kept)
-      const lent = options.lend ?? []
-      const strays = lent.filter((n) => !(n in given))
-      if (strays.length > 0)
-        throw new EngineRuntimeError(`model ${model.id.slice(0, 12)}: lent feeds [${strays.join(', ')}] are not fed`)
       const s = await session(model.id)
       const missing = s.inputNames.filter((n) => !(n in feeds))
       const unknown = Object.keys(feeds).filter((n) => !s.inputNames.includes(n))
@@ -179,22 +194,27 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       const ortFeeds: Record<string, Tensor> = {}
       for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new Tensor(t.dtype, t.data, [...t.dims])
       const fetches = options.fetches ?? s.outputNames
-      const bound = options.outputs ?? {}
+      const inPlace = options.inPlace ?? {}
+      const writes = options.writes ?? {}
+      const stray = [...Object.keys(inPlace), ...Object.keys(writes)].filter((n) => !fetches.includes(n))
+      if (stray.length > 0)
+        throw new EngineRuntimeError(
+          `model ${model.id.slice(0, 12)}: outputs [${stray.join(', ')}] to keep are not among the fetches`,
+        )
       const ortFetches: Record<string, Tensor | null> = {}
       for (const name of fetches) {
-        const t = bound[name]
-        ortFetches[name] = t ? new Tensor(t.dtype, t.data, [...t.dims]) : null
+        const feed = inPlace[name]
+        if (feed === undefined) {
+          ortFetches[name] = null
+          continue
+        }
+        const t = feeds[feed]
+        if (!t || feed in given)
+          throw new EngineRuntimeError(
+            `model ${model.id.slice(0, 12)}: output ${name} in place of ${feed}, not a kept feed`,
+          )
+        ortFetches[name] = new Tensor(t.dtype, t.data, [...t.dims])
       }
-      const unknownOutputs = Object.keys(bound).filter((n) => !fetches.includes(n))
-      if (unknownOutputs.length > 0)
-        throw new EngineRuntimeError(
-          `model ${model.id.slice(0, 12)}: pre-allocated outputs [${unknownOutputs.join(', ')}] are not among the fetches`,
-        )
-      const clashes = lent.filter((n) => fetches.includes(n))
-      if (clashes.length > 0)
-        throw new EngineRuntimeError(
-          `model ${model.id.slice(0, 12)}: lent feeds [${clashes.join(', ')}] have the names of fetched outputs`,
-        )
       let out: InferenceSession.ReturnType
       try {
         out = await s.run(ortFeeds, ortFetches)
@@ -203,23 +223,23 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       }
       const result: Fetches = {}
       for (const name of fetches) {
-        const given = bound[name]
-        if (given) {
-          result[name] = given
-          continue
-        }
         const t = out[name]!
-        result[name] = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
+        const data: TensorData = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
+        const write = writes[name]
+        if (write) writeSlices(data, keptTensor(kept, write), write, name)
+        else if (!(name in inPlace)) result[name] = data
         t.dispose?.()
       }
-      for (const name of lent) result[name] = given[name] as TensorData
       return result
     },
 
-    async keep(feeds) {
-      const id = nextKept++
-      kept.set(id, { ...feeds })
-      return { id, names: Object.keys(feeds) }
+    keep: async (feeds) => keep(feeds),
+
+    async allocate(shapes) {
+      const feeds: Feeds = {}
+      for (const [name, { dtype, dims }] of Object.entries(shapes))
+        feeds[name] = { dtype, dims: [...dims], data: new TYPED_ARRAY[dtype](dims.reduce((a, b) => a * b, 1)) }
+      return keep(feeds)
     },
 
     async forget(handle) {
@@ -269,17 +289,11 @@ export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
   return {
     load: (model) => call<ModelHandle>('load', { model }),
     run(model, feeds, options = {}) {
-      const { outputs, lend, kept } = options
-      const lent = lend ? transferList(lend.flatMap((n) => (feeds[n] ? [feeds[n]] : []))) : []
-      const moved = [...lent, ...(outputs ? transferList(Object.values(outputs)) : [])]
-      const transfer = options.transfer
-        ? transferList(Object.values(feeds))
-        : transferList(Object.values(feeds).filter((t) => moved.includes(t.data.buffer as ArrayBuffer)))
-      return call<Fetches>('run', { model, feeds, fetches: options.fetches, outputs, lend, kept }, [
-        ...new Set([...transfer, ...moved]),
-      ])
+      const { transfer, ...rest } = options
+      return call<Fetches>('run', { model, feeds, options: rest }, transfer ? transferList(Object.values(feeds)) : [])
     },
     keep: (feeds) => call<KeptFeeds>('keep', { feeds }),
+    allocate: (shapes) => call<KeptFeeds>('allocate', { shapes }),
     forget: (kept) => call<void>('forget', { kept }),
     release: (model) => call<void>('release', { model }),
     async close() {
@@ -298,15 +312,85 @@ export function transferList(tensors: readonly TensorData[]): ArrayBuffer[] {
   return [...buffers]
 }
 
-/** The feeds of a run with the kept tensors it names; a name both kept and fed is refused. */
-function withKept(feeds: Feeds, handle: KeptFeeds | undefined, kept: ReadonlyMap<number, Feeds>): Feeds {
-  if (!handle) return feeds
+/**
+ * The feeds of a run with the kept tensors it names (the first `rows` entries of each where the handle says);
+ * a name both kept and fed is refused.
+ */
+function withKept(
+  feeds: Feeds,
+  handles: KeptFeeds | readonly KeptFeeds[] | undefined,
+  kept: ReadonlyMap<number, Feeds>,
+): Feeds {
+  if (!handles) return feeds
+  const all: Feeds = {}
+  for (const handle of 'id' in handles ? [handles] : handles) {
+    const held = heldBy(kept, handle)
+    for (const [name, t] of Object.entries(held)) {
+      if (name in all) throw new EngineRuntimeError(`kept feeds [${name}] are named by two handles`)
+      all[name] = handle.rows === undefined ? t : firstRows(t, handle.rows, name)
+    }
+  }
+  const both = Object.keys(feeds).filter((n) => n in all)
+  if (both.length > 0) throw new EngineRuntimeError(`feeds [${both.join(', ')}] are both kept and fed`)
+  return { ...all, ...feeds }
+}
+
+function heldBy(kept: ReadonlyMap<number, Feeds>, handle: KeptFeeds): Feeds {
   const held = kept.get(handle.id)
   if (!held)
     throw new EngineRuntimeError(`kept feeds ${handle.id} are not in this engine (forgotten, or kept elsewhere)`)
-  const both = Object.keys(feeds).filter((n) => n in held)
-  if (both.length > 0) throw new EngineRuntimeError(`feeds [${both.join(', ')}] are both kept and fed`)
-  return { ...held, ...feeds }
+  return held
+}
+
+function keptTensor(kept: ReadonlyMap<number, Feeds>, write: KeptWrite): TensorData {
+  const t = heldBy(kept, write.kept)[write.name]
+  if (!t) throw new EngineRuntimeError(`kept feeds ${write.kept.id} hold no tensor ${write.name}`)
+  return t
+}
+
+/** A view of the first `rows` entries of `t` along axis 0. */
+function firstRows(t: TensorData, rows: number, name: string): TensorData {
+  const [all = 0, ...rest] = t.dims
+  if (!Number.isInteger(rows) || rows < 1 || rows > all)
+    throw new EngineRuntimeError(`kept tensor ${name}: ${rows} rows asked, it has ${all}`)
+  const n = rest.reduce((a, b) => a * b, rows)
+  return { dtype: t.dtype, dims: [rows, ...rest], data: t.data.subarray(0, n) as TensorData['data'] }
+}
+
+/** Copies slices of `source` (an output) into `target` (a kept tensor), as `write` says (see `KeptWrite`). */
+export function writeSlices(source: TensorData, target: TensorData, write: KeptWrite, output: string): void {
+  const { axis } = write
+  const what = `output ${output} into kept tensor ${write.name}`
+  const rank = target.dims.length
+  if (source.dtype !== target.dtype || source.dims.length !== rank)
+    throw new EngineRuntimeError(
+      `${what}: ${source.dtype}${formatShape(source.dims)} into ${target.dtype}${formatShape(target.dims)}`,
+    )
+  if (!Number.isInteger(axis) || axis < 1 || axis >= rank)
+    throw new EngineRuntimeError(`${what}: axis ${axis} is not one of 1..${rank - 1}`)
+  if (target.dims.some((d, i) => i !== 0 && i !== axis && d !== source.dims[i]))
+    throw new EngineRuntimeError(
+      `${what}: ${formatShape(source.dims)} and ${formatShape(target.dims)} differ off axes 0 and ${axis}`,
+    )
+  const outer = target.dims.slice(1, axis).reduce((a, b) => a * b, 1)
+  const inner = target.dims.slice(axis + 1).reduce((a, b) => a * b, 1)
+  const span = source.dims[axis] as number
+  const room = target.dims[axis] as number
+  const chunk = span * inner
+  const src = source.data as Float32Array
+  const dst = target.data as Float32Array
+  for (const { from, row, at } of write.slices) {
+    if (!(from >= 0 && from < (source.dims[0] as number) && row >= 0 && row < (target.dims[0] as number)))
+      throw new EngineRuntimeError(`${what}: slice ${from} → row ${row} is out of range`)
+    if (!(Number.isInteger(at) && at >= 0 && at + span <= room))
+      throw new EngineRuntimeError(`${what}: ${span} at ${at} exceed the ${room} along axis ${axis}`)
+    for (let o = 0; o < outer; o++) {
+      const s = (from * outer + o) * chunk
+      const d = ((row * outer + o) * room + at) * inner
+      if (chunk === 1) dst[d] = src[s] as number
+      else dst.set(src.subarray(s, s + chunk), d)
+    }
+  }
 }
 
 function messageOf(error: unknown): string {

@@ -4,6 +4,7 @@
 // the cache-valid mask hides what a row has not written. `generate`, rollouts, evaluation and serving all
 // decode through this one object (docs/design.md §13).
 import { type Feeds, type Fetches, type TensorData, tensor } from '../engine/index.ts'
+import type { KeptFeeds, KeptWrite } from '../engine/runtime.ts'
 import { FUSED_IO, fusedDecodeUnsupported } from './decode-graph.ts'
 import { type DecodeSampling, IO } from './model.ts'
 import type { DecodeWeights, PolicyModel } from './policy-model.ts'
@@ -95,10 +96,12 @@ export class DecodeBatch {
   /** Which decode graph runs, and (plain) why the fused one does not. */
   readonly graph: 'fused' | 'plain'
   readonly plainReason?: string
-  // plain: per layer keys (rows, KV, D, S) and values (rows, KV, S, D), rows left-padded to their joining
-  // group's longest prompt; fused: both (rows, KV, S, D), each row dense from slot 0 (slot = position)
-  readonly #kT: (Float32Array | Float64Array)[]
-  readonly #v: (Float32Array | Float64Array)[]
+  // The KV cache, kept in the engine (made at the first admit, freed by `close`): runs read it there and write
+  // their new keys and values into it, so it never travels between threads. plain: per layer keys
+  // (rows, KV, D, S) and values (rows, KV, S, D), rows left-padded to their joining group's longest prompt;
+  // fused: both (rows, KV, S, D), each row dense from slot 0 (slot = position)
+  #cache: Promise<KeptFeeds> | undefined
+  #closed = false
   readonly #cacheValid: Float64Array // (rows, S)
   readonly #live: (Row | undefined)[]
 
@@ -131,12 +134,7 @@ export class DecodeBatch {
     if (asked === 'fused' && unsupported) throw new DecodeBatchError(`fused decode: ${unsupported}`)
     this.graph = asked === 'plain' || unsupported ? 'plain' : 'fused'
     if (this.graph === 'plain') this.plainReason = asked === 'plain' ? 'asked for' : unsupported
-    const S = this.capacity
-    const per = this.rows * c.numKvHeads * c.headDim * S
-    const buffer = () => (model.dtype === 'float64' ? new Float64Array(per) : new Float32Array(per))
-    this.#kT = Array.from({ length: c.numLayers }, buffer)
-    this.#v = Array.from({ length: c.numLayers }, buffer)
-    this.#cacheValid = new Float64Array(this.rows * S)
+    this.#cacheValid = new Float64Array(this.rows * this.capacity)
     this.#live = Array.from({ length: this.rows }, () => undefined)
   }
 
@@ -175,7 +173,9 @@ export class DecodeBatch {
     if (P > this.capacity)
       throw new DecodeBatchError(`prompt of ${P} tokens exceeds the cache capacity of ${this.capacity}`)
     const rows = free.slice(0, J)
-    if (this.graph === 'fused') return this.#admitFused(specs, rows, P)
+    const cache = await this.#kv()
+    const slices = rows.map((row, j) => ({ from: j, row, at: 0 }))
+    if (this.graph === 'fused') return this.#admitFused(specs, rows, P, cache, slices)
     const ids = new BigInt64Array(J * P)
     const positions = new BigInt64Array(J * P)
     const valid = new Float64Array(J * P)
@@ -188,25 +188,9 @@ export class DecodeBatch {
       })
     })
     const sampling = this.#samplingFor(specs)
-    const out = await this.#run(true, sampling, specs, { ids, positions, valid, tq: P })
-    const c = this.#model.config
+    // the prompts' keys (J, KV, D, P) and values (J, KV, P, D) go to their rows' slots [0, P)
+    const out = await this.#run(true, sampling, specs, { ids, positions, valid, tq: P }, this.#writes(cache, slices))
     const S = this.capacity
-    const KV = c.numKvHeads
-    const D = c.headDim
-    for (let l = 0; l < c.numLayers; l++) {
-      const nk = out[IO.newK(l)]?.data as Float32Array
-      const nv = out[IO.newV(l)]?.data as Float32Array
-      const k = this.#kT[l] as Float32Array
-      const v = this.#v[l] as Float32Array
-      rows.forEach((row, j) => {
-        for (let h = 0; h < KV; h++) {
-          const src = j * KV + h
-          const dst = row * KV + h
-          for (let d = 0; d < D; d++) k.set(nk.subarray((src * D + d) * P, (src * D + d + 1) * P), (dst * D + d) * S)
-          v.set(nv.subarray(src * P * D, (src + 1) * P * D), dst * S * D)
-        }
-      })
-    }
     rows.forEach((row, j) => {
       this.#cacheValid.fill(0, row * S, (row + 1) * S)
       this.#cacheValid.set(valid.subarray(j * P, (j + 1) * P), row * S)
@@ -233,7 +217,8 @@ export class DecodeBatch {
         )
     }
     const B = this.#compact ? (liveRows[liveRows.length - 1] as number) + 1 : this.rows
-    if (this.graph === 'fused') return this.#stepFused(liveRows, B)
+    const cache = await this.#kv()
+    if (this.graph === 'fused') return this.#stepFused(liveRows, B, cache)
     const ids = new BigInt64Array(B)
     const positions = new BigInt64Array(B)
     const valid = new Float64Array(B)
@@ -245,25 +230,13 @@ export class DecodeBatch {
       valid[row] = 1
     }
     const sampling = this.#samplingFor(specs.filter((s): s is SequenceSpec => s !== undefined))
-    const out = await this.#run(false, sampling, specs, { ids, positions, valid, tq: 1 })
-    const c = this.#model.config
+    // each live row's new key (B, KV, D, 1) and value (B, KV, 1, D) go to its next column
+    const slices = liveRows.map((row) => ({ from: row, row, at: (this.#live[row] as Row).column }))
+    const out = await this.#run(false, sampling, specs, { ids, positions, valid, tq: 1 }, this.#writes(cache, slices), {
+      ...cache,
+      rows: B,
+    })
     const S = this.capacity
-    const KV = c.numKvHeads
-    const D = c.headDim
-    for (let l = 0; l < c.numLayers; l++) {
-      const nk = out[IO.newK(l)]?.data as Float32Array // (B, KV, D, 1)
-      const nv = out[IO.newV(l)]?.data as Float32Array // (B, KV, 1, D)
-      const k = this.#kT[l] as Float32Array
-      const v = this.#v[l] as Float32Array
-      for (const row of liveRows) {
-        const column = (this.#live[row] as Row).column
-        for (let h = 0; h < KV; h++) {
-          const bh = row * KV + h
-          for (let d = 0; d < D; d++) k[(bh * D + d) * S + column] = nk[bh * D + d] as number
-          v.set(nv.subarray(bh * D, (bh + 1) * D), (bh * S + column) * D)
-        }
-      }
-    }
     this.stats.steps++
     this.stats.stepRows += liveRows.length
     return liveRows.map((row) => {
@@ -278,7 +251,13 @@ export class DecodeBatch {
   }
 
   /** admit with the fused graph: prompts right-padded, each row's keys and values copied to slots [0, n). */
-  async #admitFused(specs: readonly SequenceSpec[], rows: number[], P: number): Promise<SampledToken[]> {
+  async #admitFused(
+    specs: readonly SequenceSpec[],
+    rows: number[],
+    P: number,
+    cache: KeptFeeds,
+    slices: KeptWrite['slices'],
+  ): Promise<SampledToken[]> {
     const model = this.#model
     const c = model.config
     const J = specs.length
@@ -302,27 +281,17 @@ export class DecodeBatch {
       ...this.#samplerFeeds(sampling, specs),
     }
     if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
+    // the prompts' keys and values (J, KV, P, D) go to their rows' slots [0, P); a row reads only the slots
+    // below its length, so the right padding's slots are never read (the row's next tokens overwrite them)
+    const writes: Record<string, KeptWrite> = {}
+    for (let l = 0; l < c.numLayers; l++) {
+      writes[FUSED_IO.presentK(l)] = { kept: cache, name: FUSED_IO.pastK(l), axis: 2, slices }
+      writes[FUSED_IO.presentV(l)] = { kept: cache, name: FUSED_IO.pastV(l), axis: 2, slices }
+    }
     const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds, {
       kept: await model.decodeFeeds(this.#frozen),
+      writes,
     })
-    const S = this.capacity
-    const KV = c.numKvHeads
-    const D = c.headDim
-    for (let l = 0; l < c.numLayers; l++) {
-      const pk = out[FUSED_IO.presentK(l)]?.data as Float32Array // (J, KV, P, D)
-      const pv = out[FUSED_IO.presentV(l)]?.data as Float32Array
-      const k = this.#kT[l] as Float32Array
-      const v = this.#v[l] as Float32Array
-      rows.forEach((row, j) => {
-        const n = (specs[j] as SequenceSpec).prompt.length * D
-        for (let h = 0; h < KV; h++) {
-          const src = (j * KV + h) * P * D
-          const dst = (row * KV + h) * S * D
-          k.set(pk.subarray(src, src + n), dst)
-          v.set(pv.subarray(src, src + n), dst)
-        }
-      })
-    }
     this.stats.prefills++
     this.stats.prefillTokens += specs.reduce((n, s) => n + s.prompt.length, 0)
     return specs.map((spec, j) => {
@@ -335,7 +304,7 @@ export class DecodeBatch {
   }
 
   /** step with the fused graph: rows [0, B) of the cache go in as past and come back as present, in place. */
-  async #stepFused(liveRows: number[], B: number): Promise<SampledToken[]> {
+  async #stepFused(liveRows: number[], B: number, cache: KeptFeeds): Promise<SampledToken[]> {
     const model = this.#model
     const c = model.config
     const ids = new BigInt64Array(B)
@@ -351,9 +320,6 @@ export class DecodeBatch {
       longest = Math.max(longest, r.column)
     }
     const sampling = this.#samplingFor(specs.filter((s): s is SequenceSpec => s !== undefined))
-    const S = this.capacity
-    const dims = [B, c.numKvHeads, S, c.headDim]
-    const n = B * c.numKvHeads * c.headDim * S
     const feeds: Feeds = {
       [IO.ids]: tensor('int64', [B, 1], ids),
       [FUSED_IO.seqlensK]: tensor('int32', [B], seqlens),
@@ -362,24 +328,16 @@ export class DecodeBatch {
       ...this.#samplerFeeds(sampling, specs),
     }
     if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [B, 1], positions)
-    const outputs: Feeds = {}
+    // rows [0, B) of the cache go in as past and are updated in place as present
+    const inPlace: Record<string, string> = {}
     for (let l = 0; l < c.numLayers; l++) {
-      const k = tensor('float32', dims, view(this.#kT[l] as Float32Array, n))
-      const v = tensor('float32', dims, view(this.#v[l] as Float32Array, n))
-      feeds[FUSED_IO.pastK(l)] = k
-      feeds[FUSED_IO.pastV(l)] = v
-      outputs[FUSED_IO.presentK(l)] = k
-      outputs[FUSED_IO.presentV(l)] = v
+      inPlace[FUSED_IO.presentK(l)] = FUSED_IO.pastK(l)
+      inPlace[FUSED_IO.presentV(l)] = FUSED_IO.pastV(l)
     }
     const out = await model.engine.run(await model.decodeSession('fused', sampling, false, this.#frozen), feeds, {
-      outputs,
-      kept: await model.decodeFeeds(this.#frozen),
+      kept: [await model.decodeFeeds(this.#frozen), { ...cache, rows: B }],
+      inPlace,
     })
-    for (let l = 0; l < c.numLayers; l++) {
-      // the worker engine hands the moved buffers back in the result: keep those
-      this.#kT[l] = rebound(this.#kT[l] as Float32Array, out[FUSED_IO.presentK(l)]?.data as Float32Array)
-      this.#v[l] = rebound(this.#v[l] as Float32Array, out[FUSED_IO.presentV(l)]?.data as Float32Array)
-    }
     this.stats.steps++
     this.stats.stepRows += liveRows.length
     return liveRows.map((row) => {
@@ -443,9 +401,10 @@ export class DecodeBatch {
     sampling: DecodeSampling,
     specs: readonly (SequenceSpec | undefined)[],
     input: { ids: BigInt64Array; positions: BigInt64Array; valid: Float64Array; tq: number },
+    writes: Record<string, KeptWrite>,
+    cache?: KeptFeeds,
   ): Promise<Fetches> {
     const model = this.#model
-    const c = model.config
     const B = specs.length
     const S = this.capacity
     const feeds: Feeds = {
@@ -457,17 +416,8 @@ export class DecodeBatch {
         specs.map((s) => 1 / (s?.temperature ?? 1)),
       ),
     }
-    const lend: string[] = []
-    if (!prefill) {
-      // rows [0, B) are a prefix of every cache buffer: views, lent to the engine (not copied)
-      feeds[IO.cacheValid] = model.float([B, S], this.#cacheValid.subarray(0, B * S))
-      const n = B * c.numKvHeads * c.headDim * S
-      for (let l = 0; l < c.numLayers; l++) {
-        feeds[IO.cacheK(l)] = tensor(model.dtype, [B, c.numKvHeads, c.headDim, S], view(this.#kT[l], n))
-        feeds[IO.cacheV(l)] = tensor(model.dtype, [B, c.numKvHeads, S, c.headDim], view(this.#v[l], n))
-        lend.push(IO.cacheK(l), IO.cacheV(l))
-      }
-    }
+    // a step reads rows [0, B) of the cache where the engine keeps it, and its valid mask from here
+    if (!prefill) feeds[IO.cacheValid] = model.float([B, S], this.#cacheValid.subarray(0, B * S))
     if (sampling === 'in-graph') {
       // one uniform per sequence that samples from this run's output, drawn before the run
       feeds[IO.uniform] = model.float(
@@ -476,15 +426,49 @@ export class DecodeBatch {
       )
     }
     const session = await model.decodeSession('plain', sampling, prefill, this.#frozen)
-    const out = await model.engine.run(session, feeds, { kept: await model.decodeFeeds(this.#frozen), lend })
-    if (!prefill) {
-      // the worker engine hands the lent buffers back in the result: keep those
-      for (let l = 0; l < c.numLayers; l++) {
-        this.#kT[l] = rebound(this.#kT[l] as CacheArray, out[IO.cacheK(l)]?.data as CacheArray)
-        this.#v[l] = rebound(this.#v[l] as CacheArray, out[IO.cacheV(l)]?.data as CacheArray)
-      }
+    const weights = await model.decodeFeeds(this.#frozen)
+    return model.engine.run(session, feeds, { kept: cache ? [weights, cache] : weights, writes })
+  }
+
+  /** Where the plain graph's new keys and values go in the cache: `slices` of each layer's (see KeptWrite). */
+  #writes(cache: KeptFeeds, slices: KeptWrite['slices']): Record<string, KeptWrite> {
+    const writes: Record<string, KeptWrite> = {}
+    for (let l = 0; l < this.#model.config.numLayers; l++) {
+      writes[IO.newK(l)] = { kept: cache, name: IO.cacheK(l), axis: 3, slices }
+      writes[IO.newV(l)] = { kept: cache, name: IO.cacheV(l), axis: 2, slices }
     }
-    return out
+    return writes
+  }
+
+  /** The KV cache, made in the engine at the first admit (zeros) and kept there until `close`. */
+  #kv(): Promise<KeptFeeds> {
+    if (this.#closed) throw new DecodeBatchError('this decode batch is closed')
+    if (!this.#cache) {
+      const c = this.#model.config
+      const [KV, D, S] = [c.numKvHeads, c.headDim, this.capacity]
+      const dtype = this.graph === 'fused' ? 'float32' : this.#model.dtype
+      const shapes: Record<string, { dtype: typeof dtype; dims: number[] }> = {}
+      for (let l = 0; l < c.numLayers; l++) {
+        if (this.graph === 'fused') {
+          shapes[FUSED_IO.pastK(l)] = { dtype, dims: [this.rows, KV, S, D] }
+          shapes[FUSED_IO.pastV(l)] = { dtype, dims: [this.rows, KV, S, D] }
+        } else {
+          shapes[IO.cacheK(l)] = { dtype, dims: [this.rows, KV, D, S] }
+          shapes[IO.cacheV(l)] = { dtype, dims: [this.rows, KV, S, D] }
+        }
+      }
+      this.#cache = this.#model.engine.allocate(shapes)
+    }
+    return this.#cache
+  }
+
+  /** Frees the KV cache in the engine; the batch takes no more sequences or steps. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    const cache = this.#cache
+    this.#cache = undefined
+    if (cache) await this.#model.engine.forget(await cache)
   }
 
   #choose(
@@ -506,18 +490,6 @@ export class DecodeBatch {
 
 function needsRows(spec: SequenceSpec): boolean {
   return (spec.topP ?? 1) < 1 || (spec.topLogprobs ?? 0) > 0
-}
-
-type CacheArray = Float32Array | Float64Array
-
-/** The cache buffer to keep after a run: ours (local engine), or the one the worker handed back (whole). */
-function rebound<T extends CacheArray>(mine: T, got: T): T {
-  if (got.buffer === mine.buffer) return mine
-  return (mine instanceof Float64Array ? new Float64Array(got.buffer) : new Float32Array(got.buffer)) as T
-}
-
-function view<T extends Float32Array | Float64Array>(buffer: T | undefined, n: number): T {
-  return (buffer as T).subarray(0, n) as T
 }
 
 /** The k largest entries of a log-prob row, largest first, ties to the lower id. */

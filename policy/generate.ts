@@ -73,30 +73,34 @@ export async function generate(
     ...(options.graph ? { graph: options.graph } : {}),
     ...(options.weights ? { weights: options.weights } : {}),
   })
-  let sampled = await batch.admit(
-    prompts.map((prompt, b) => ({
-      prompt,
-      temperature: options.temperature,
-      greedy: options.greedy ?? false,
-      topP,
-      rng: options.rngs[b] as UniformSource,
-    })),
-  )
   let newTokens = 0
-  for (let step = 0; ; step++) {
-    for (const choice of sampled) {
-      const seq = sequences[choice.row] as Generation
-      seq.tokens.push(choice.token)
-      seq.logprobs.push(choice.logprob)
-      newTokens++
-      if (options.eosIds.includes(choice.token)) seq.finish = 'eos'
-      else if (options.stop?.length && options.decode && stopIndex(options.decode(seq.tokens), options.stop) >= 0)
-        seq.finish = 'stop'
-      else if (step < options.maxNewTokens - 1) continue
-      batch.release(choice.row)
+  try {
+    let sampled = await batch.admit(
+      prompts.map((prompt, b) => ({
+        prompt,
+        temperature: options.temperature,
+        greedy: options.greedy ?? false,
+        topP,
+        rng: options.rngs[b] as UniformSource,
+      })),
+    )
+    for (let step = 0; ; step++) {
+      for (const choice of sampled) {
+        const seq = sequences[choice.row] as Generation
+        seq.tokens.push(choice.token)
+        seq.logprobs.push(choice.logprob)
+        newTokens++
+        if (options.eosIds.includes(choice.token)) seq.finish = 'eos'
+        else if (options.stop?.length && options.decode && stopIndex(options.decode(seq.tokens), options.stop) >= 0)
+          seq.finish = 'stop'
+        else if (step < options.maxNewTokens - 1) continue
+        batch.release(choice.row)
+      }
+      if (batch.live === 0) break
+      sampled = await batch.step()
     }
-    if (batch.live === 0) break
-    sampled = await batch.step()
+  } finally {
+    await batch.close()
   }
   return { sequences, stats: statsSince(started, prompts, newTokens) }
 }

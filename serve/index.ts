@@ -66,6 +66,7 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
     context,
     async close(graceMs: number) {
       await server.close(graceMs)
+      await batch.close()
       await policy.release()
     },
   }

@@ -168,6 +168,7 @@ function lazyEngine(create: () => Engine): Engine {
     load: (model) => get().load(model),
     run: (model, feeds, options) => get().run(model, feeds, options),
     keep: (feeds) => get().keep(feeds),
+    allocate: (shapes) => get().allocate(shapes),
     forget: async (kept) => {
       if (engine) await engine.forget(kept)
     },

@@ -91,17 +91,66 @@ for (const [kind, make] of [
       })
     })
 
-    it('hands lent feeds back in the result, with their values', async () => {
-      const model = await engine.load(smallModel())
-      const out = await engine.run(model, feeds(), { lend: ['x'], fetches: ['y'] })
-      assert.deepEqual(Object.keys(out).sort(), ['x', 'y'])
-      assert.deepEqual(out.x, feeds().x)
-      await assert.rejects(engine.run(model, { ...feeds() }, { lend: ['z'] }), {
-        name: 'EngineRuntimeError',
-        message: /lent feeds \[z\] are not fed/,
+    it('keeps state that runs read by rows and write into, in place or by slices', async () => {
+      const model = await engine.load(stateModel())
+      const cache = await engine.allocate({ state: { dtype: 'float32', dims: [3, 2, 4] } })
+      const x = (rows: number, v: number[]) => ({ x: tensor('float32', [rows, 2, 1], v) })
+      // rows [0, 2) are read (zeros): sum = x, written to row 2 at column 1 and to row 0 at column 3
+      const slices = [
+        { from: 0, row: 2, at: 1 },
+        { from: 1, row: 0, at: 3 },
+      ]
+      const out = await engine.run(model, x(2, [1, 2, 3, 4]), {
+        kept: { ...cache, rows: 2 },
+        fetches: ['sum'],
+        writes: { sum: { kept: cache, name: 'state', axis: 2, slices } },
       })
+      assert.deepEqual(out, {}, 'a written output is not returned')
+      // every row + 10, in place
+      await engine.run(model, x(3, [10, 10, 10, 10, 10, 10]), {
+        kept: cache,
+        fetches: ['bumped'],
+        inPlace: { bumped: 'state' },
+      })
+      const state = await engine.run(model, x(3, [0, 0, 0, 0, 0, 0]), { kept: cache, fetches: ['bumped'] })
+      const got = state.bumped?.data as Float32Array
+      assert.deepEqual([...got], [10, 10, 10, 13, 10, 10, 10, 14, ...Array(8).fill(10), 10, 11, 10, 10, 10, 12, 10, 10])
+      const wrong = (at: number) => ({
+        sum: { kept: cache, name: 'state', axis: 2, slices: [{ from: 0, row: 0, at }] },
+      })
+      await assert.rejects(
+        engine.run(model, x(3, [0, 0, 0, 0, 0, 0]), { kept: cache, fetches: ['sum'], writes: wrong(4) }),
+        {
+          name: 'EngineRuntimeError',
+          message: 'output sum into kept tensor state: 1 at 4 exceed the 4 along axis 2',
+        },
+      )
+      await assert.rejects(engine.run(model, x(4, Array(8).fill(0)), { kept: { ...cache, rows: 4 } }), {
+        name: 'EngineRuntimeError',
+        message: 'kept tensor state: 4 rows asked, it has 3',
+      })
+      await assert.rejects(
+        engine.run(
+          model,
+          { ...x(1, [0, 0]), state: tensor('float32', [1, 2, 4], Array(8).fill(0)) },
+          { inPlace: { bumped: 'state' } },
+        ),
+        { name: 'EngineRuntimeError', message: /output bumped in place of state, not a kept feed/ },
+      )
+      await engine.forget(cache)
     })
   })
+}
+
+/** A (B, 2, 4) state and a (B, 2, 1) input: `sum` = the state summed over its last axis + x, `bumped` = state + x. */
+function stateModel(): Uint8Array {
+  const graph = new Graph('state')
+  const op = createBuilder(graph)
+  const state = op.input('state', 'float32', ['B', 2, 4])
+  const x = op.input('x', 'float32', ['B', 2, 1])
+  op.output(op.Add(op.ReduceSum(state, [2], { keepdims: 1 }), x), 'sum')
+  op.output(op.Add(state, x), 'bumped')
+  return encodeModel(graph)
 }
 
 describe('worker engine', () => {
@@ -112,26 +161,6 @@ describe('worker engine', () => {
       const f = feeds()
       await engine.run(model, f, { transfer: true })
       assert.equal(f.x.data.byteLength, 0, 'the caller no longer holds the transferred buffer')
-    } finally {
-      await engine.close()
-    }
-  })
-
-  it('moves lent feeds to its thread and back instead of copying them', async () => {
-    const engine = createWorkerEngine({ threads: 1 })
-    try {
-      const model = await engine.load(smallModel())
-      const x = new Float32Array(8)
-      x.set([1, 2, 3, -1, 0, 1])
-      const f = { x: tensor('float32', [2, 3], x.subarray(0, 6)), w: feeds().w }
-      const pending = engine.run(model, f, { lend: ['x'], fetches: ['y'] })
-      assert.equal(x.byteLength, 0, 'lent: detached here during the run')
-      assert.equal(f.w.data.byteLength, 24, 'not lent: copied')
-      const out = await pending
-      const back = out.x?.data as Float32Array
-      assert.equal(back.buffer.byteLength, 32, 'the whole buffer came back, not only the view that was fed')
-      assert.deepEqual(back, Float32Array.of(1, 2, 3, -1, 0, 1))
-      assert.deepEqual(out.y?.data, Float32Array.of(4, -1, 0, -1))
     } finally {
       await engine.close()
     }

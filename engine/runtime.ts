@@ -358,7 +358,7 @@ function firstRows(t: TensorData, rows: number, name: string): TensorData {
 }
 
 /** Copies slices of `source` (an output) into `target` (a kept tensor), as `write` says (see `KeptWrite`). */
-export function writeSlices(source: TensorData, target: TensorData, write: KeptWrite, output: string): void {
+function writeSlices(source: TensorData, target: TensorData, write: KeptWrite, output: string): void {
   const { axis } = write
   const what = `output ${output} into kept tensor ${write.name}`
   const rank = target.dims.length

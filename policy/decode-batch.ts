@@ -250,7 +250,7 @@ export class DecodeBatch {
     })
   }
 
-  /** admit with the fused graph: prompts right-padded, each row's keys and values copied to slots [0, n). */
+  /** admit with the fused graph: prompts right-padded, each row's keys and values written to slots [0, P). */
   async #admitFused(
     specs: readonly SequenceSpec[],
     rows: number[],
@@ -283,14 +283,9 @@ export class DecodeBatch {
     if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
     // the prompts' keys and values (J, KV, P, D) go to their rows' slots [0, P); a row reads only the slots
     // below its length, so the right padding's slots are never read (the row's next tokens overwrite them)
-    const writes: Record<string, KeptWrite> = {}
-    for (let l = 0; l < c.numLayers; l++) {
-      writes[FUSED_IO.presentK(l)] = { kept: cache, name: FUSED_IO.pastK(l), axis: 2, slices }
-      writes[FUSED_IO.presentV(l)] = { kept: cache, name: FUSED_IO.pastV(l), axis: 2, slices }
-    }
     const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds, {
       kept: await model.decodeFeeds(this.#frozen),
-      writes,
+      writes: this.#writes(cache, slices),
     })
     this.stats.prefills++
     this.stats.prefillTokens += specs.reduce((n, s) => n + s.prompt.length, 0)
@@ -430,12 +425,21 @@ export class DecodeBatch {
     return model.engine.run(session, feeds, { kept: cache ? [weights, cache] : weights, writes })
   }
 
-  /** Where the plain graph's new keys and values go in the cache: `slices` of each layer's (see KeptWrite). */
+  /**
+   * Where a run's new keys and values go in the cache, each layer's at `slices` (see KeptWrite): the plain
+   * graph's new_k (B, KV, D, T) along the slots of the transposed keys, its new_v (B, KV, T, D) and the fused
+   * prefill's present (J, KV, P, D) along the slots of (rows, KV, S, D).
+   */
   #writes(cache: KeptFeeds, slices: KeptWrite['slices']): Record<string, KeptWrite> {
     const writes: Record<string, KeptWrite> = {}
     for (let l = 0; l < this.#model.config.numLayers; l++) {
-      writes[IO.newK(l)] = { kept: cache, name: IO.cacheK(l), axis: 3, slices }
-      writes[IO.newV(l)] = { kept: cache, name: IO.cacheV(l), axis: 2, slices }
+      if (this.graph === 'fused') {
+        writes[FUSED_IO.presentK(l)] = { kept: cache, name: FUSED_IO.pastK(l), axis: 2, slices }
+        writes[FUSED_IO.presentV(l)] = { kept: cache, name: FUSED_IO.pastV(l), axis: 2, slices }
+      } else {
+        writes[IO.newK(l)] = { kept: cache, name: IO.cacheK(l), axis: 3, slices }
+        writes[IO.newV(l)] = { kept: cache, name: IO.cacheV(l), axis: 2, slices }
+      }
     }
     return writes
   }

@@ -5,7 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
-import { diagnosticsSection, readLegDiagnostics } from './learning-diagnostics.ts'
+import { diagnosticsSection, type LegDiagnostics, readLegDiagnostics } from './learning-diagnostics.ts'
+import { limitsSection, OPD_OFF_ROW, SEED_ROW, UPPER_ROW } from './learning-limits.ts'
 
 export interface LearningEntry {
   /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
@@ -144,6 +145,50 @@ export function comparisons(keys: readonly string[]): Array<[string, string]> {
   return pairs
 }
 
+export interface PairedDifference extends MeanInterval {
+  /** The seeds both rows have. */
+  seeds: string[]
+  /** Those of them whose two legs started from different warm-start checkpoints. */
+  unpaired: string[]
+}
+
+/** `row` − `other` on the final checkpoints of their common seeds, with its t-interval (null: no common seed). */
+export function pairedDifference(
+  rows: Record<string, Record<string, LearningEntry[]>>,
+  row: string,
+  other: string,
+  split: string,
+  average: Average,
+): PairedDifference | null {
+  const seeds = rows[row] ?? {}
+  const against = rows[other] ?? {}
+  const common = Object.keys(seeds).filter((s) => against[s])
+  const diffs = common
+    .map((s) => {
+      const a = pick(seeds[s] ?? [], split, 'final', average)
+      const b = pick(against[s] ?? [], split, 'final', average)
+      return a === null || b === null ? null : a - b
+    })
+    .filter((x): x is number => x !== null)
+  if (diffs.length === 0) return null
+  // a pair is only paired when both legs start from the same warm-start checkpoint (a store lost between
+  // sessions makes the base again, which need not give the same weights)
+  const unpaired = common.filter((s) => !sameStart(seeds[s] ?? [], against[s] ?? []))
+  return { ...seedInterval(diffs), seeds: common, unpaired }
+}
+
+/** Whether an environment's results show macro averages too (several task families in some evaluation). */
+function averagesOf(rows: Record<string, Record<string, LearningEntry[]>>): Average[] {
+  // older results, without a family count: where the two averages differ; with one family they are the same number
+  return Object.values(rows).some((seeds) =>
+    Object.values(seeds).some((entries) =>
+      entries.some((e) => e.macro !== undefined && ((e.families ?? 1) > 1 || e.macro !== e.success)),
+    ),
+  )
+    ? ['micro', 'macro']
+    : ['micro']
+}
+
 export function learningTable(results: LearningResults): string {
   const lines = [
     '| env | row | seeds | split | average | warm-start | Stage 1 | final | final − warm-start |',
@@ -151,15 +196,7 @@ export function learningTable(results: LearningResults): string {
   ]
   const paired: string[] = []
   for (const [env, rows] of Object.entries(results)) {
-    // macro rows where some evaluation covered several families (older results, without a family count: where
-    // the two averages differ); with one family they are the same number
-    const averages: Average[] = Object.values(rows).some((seeds) =>
-      Object.values(seeds).some((entries) =>
-        entries.some((e) => e.macro !== undefined && ((e.families ?? 1) > 1 || e.macro !== e.success)),
-      ),
-    )
-      ? ['micro', 'macro']
-      : ['micro']
+    const averages = averagesOf(rows)
     for (const split of testSplits(rows)) {
       for (const average of averages) {
         for (const [row, seeds] of Object.entries(rows)) {
@@ -177,23 +214,11 @@ export function learningTable(results: LearningResults): string {
           )
         }
         for (const [row, other] of comparisons(Object.keys(rows))) {
-          const seeds = rows[row] ?? {}
-          const against = rows[other] ?? {}
-          const common = Object.keys(seeds).filter((s) => against[s])
-          const diffs = common
-            .map((s) => {
-              const a = pick(seeds[s] ?? [], split, 'final', average)
-              const b = pick(against[s] ?? [], split, 'final', average)
-              return a === null || b === null ? null : a - b
-            })
-            .filter((x): x is number => x !== null)
-          // a pair is only paired when both legs start from the same warm-start checkpoint (a store lost between
-          // sessions makes the base again, which need not give the same weights)
-          const unpaired = common.filter((s) => !sameStart(seeds[s] ?? [], against[s] ?? []))
-          if (diffs.length > 0)
+          const d = pairedDifference(rows, row, other, split, average)
+          if (d !== null)
             paired.push(
-              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(seedInterval(diffs))} points (seeds ${common.join(', ')})` +
-                (unpaired.length > 0 ? ` [different warm-start checkpoints: seeds ${unpaired.join(', ')}]` : ''),
+              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(d)} points (seeds ${d.seeds.join(', ')})` +
+                (d.unpaired.length > 0 ? ` [different warm-start checkpoints: seeds ${d.unpaired.join(', ')}]` : ''),
             )
         }
       }
@@ -215,6 +240,25 @@ export function learningTable(results: LearningResults): string {
     ...(paired.length > 0 ? paired : ['- (no seed with both rows yet)']),
     '',
   ].join('\n')
+}
+
+/** Per environment with an upper-bound row: which limit its figures point to (bench/learning-limits.ts). */
+export function limits(results: LearningResults, diagnostics: readonly LegDiagnostics[]): string {
+  return Object.entries(results)
+    .map(([env, rows]) => {
+      const splits = testSplits(rows)
+      const split = splits.includes('test-unseen') ? 'test-unseen' : (splits[0] ?? 'test-seen')
+      const average = averagesOf(rows).includes('macro') ? 'macro' : 'micro'
+      return limitsSection({
+        env,
+        split,
+        average,
+        upper: pairedDifference(rows, UPPER_ROW, OPD_OFF_ROW, split, average),
+        distill: pairedDifference(rows, SEED_ROW, OPD_OFF_ROW, split, average),
+        legs: diagnostics.filter((d) => d.env === env),
+      })
+    })
+    .join('')
 }
 
 /** Learning-curve points: per env, row and iteration on the curve split, mean and 95% band over seeds. */
@@ -291,7 +335,8 @@ export async function writeLearningReport(resultsPath: string, results: Learning
       Object.keys(seeds).map((seed): [string, string, string] => [env, row, seed]),
     ),
   )
-  writeFileSync(`${stem}.md`, learningTable(results) + diagnosticsSection(readLegDiagnostics(`${stem}-runs`, legs)))
+  const diagnostics = readLegDiagnostics(`${stem}-runs`, legs)
+  writeFileSync(`${stem}.md`, learningTable(results) + diagnosticsSection(diagnostics) + limits(results, diagnostics))
   writeFileSync(`${stem}.svg`, await learningPlot(results))
 }
 

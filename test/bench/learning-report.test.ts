@@ -7,6 +7,7 @@ import {
   type LearningEntry,
   type LearningResults,
   learningTable,
+  limits,
   seedInterval,
 } from '../../bench/learning-report.ts'
 
@@ -210,5 +211,74 @@ describe('learning diagnostics per leg', () => {
       iterations: [{ metrics: { 'update/pg_loss': -0.1 } }],
     })
     assert.deepEqual([d.parseFirst, d.withGaps, d.gateMin, d.opdShare, d.withControlGaps], [null, 0, null, null, 0])
+  })
+})
+
+describe('which limit', () => {
+  const leg = (row: string, seed: string, parse: [number, number]) => ({
+    ...legDiagnostics('household', row, seed, {
+      config: { stage2: { opdCoef: row.includes('opdCoef=0') ? 0 : 0.1 } },
+      iterations: [
+        {
+          metrics: {
+            'analyze/parse_rate': parse[0],
+            'rescore/teacher_gap_expert': -1,
+            'rescore/teacher_gap_other': -2,
+          },
+        },
+        {
+          metrics: {
+            'analyze/parse_rate': parse[1],
+            'rescore/teacher_gap_expert': -2,
+            'rescore/teacher_gap_other': -1,
+          },
+        },
+        {
+          metrics: {
+            'analyze/parse_rate': parse[1],
+            'update/opd_gate_mean': 0.49,
+            'update/opd_loss': 0.01,
+            'update/pg_loss': 0.5,
+          },
+        },
+      ],
+    }),
+  })
+  // final success per seed: oracle − off = +10, +12, +11 points (an interval above 0); seed − off = 0, +1, −1
+  const final = (success: number) => [
+    { ...at('warm-start', 0, 'test-unseen', 0.05), macro: 0.05, families: 6, checkpointSha256: 'ab'.repeat(32) },
+    { ...at('iteration', 12, 'test-unseen', success), macro: success, families: 6 },
+  ]
+  const rows = (oracle: number[]): LearningResults => ({
+    household: {
+      seed: { '1': final(0.2), '2': final(0.21), '3': final(0.19) },
+      'seed[stage2.opdCoef=0]': { '1': final(0.2), '2': final(0.2), '3': final(0.2) },
+      'seed-oracle': { '1': final(oracle[0] ?? 0), '2': final(oracle[1] ?? 0), '3': final(oracle[2] ?? 0) },
+    },
+  })
+  const legs = ['1', '2', '3'].flatMap((s) => [
+    leg('seed', s, [0.8, 0.4]),
+    leg('seed[stage2.opdCoef=0]', s, [0.8, 0.9]),
+    leg('seed-oracle', s, [0.8, 0.8]),
+  ])
+
+  it('names skill quality when correct skills gain and self-written ones do not, with the figures it read', () => {
+    const md = limits(rows([0.3, 0.32, 0.31]), legs)
+    assert.match(md, /### Which limit: household \(test-unseen, macro\)/)
+    assert.match(md, /`seed-oracle` − `seed\[stage2\.opdCoef=0\]` = 11\.0 ± 2\.5 points \(seeds 1, 2, 3\)/)
+    assert.match(md, /in 3 of 6 iterations with oracle skills, 3 of 6 iterations with self-written ones/)
+    assert.match(md, /falls in 3 of 3 legs \(mean 0\.80 → 0\.40\) under `seed`, falls in 0 of 3 legs/)
+    assert.match(md, /λ·L_opd \/ \|L_pg\| per leg 2\.0e-3–2\.0e-3/)
+    assert.match(md, /verdict: \*\*skill quality\*\*/)
+  })
+
+  it('names signal strength when even correct skills show no gain, and says nothing without an upper bound', () => {
+    assert.match(limits(rows([0.21, 0.19, 0.2]), legs), /verdict: \*\*signal strength\*\*/)
+    const none = rows([0.2, 0.2, 0.2])
+    delete none.household?.['seed-oracle']
+    assert.equal(limits(none, legs), '')
+    const one = rows([0.3, 0.32, 0.31])
+    for (const row of Object.values(one.household ?? {})) for (const s of ['2', '3']) delete row[s]
+    assert.match(limits(one, legs), /verdict: none yet: one paired seed gives no interval/)
   })
 })

@@ -1,0 +1,92 @@
+// Which limit an environment's figures point to, where SEED's distillation term shows no gain (issue 20): signal
+// strength, skill quality or analyzer erosion. Read from the upper bound (`seed-oracle`, whose teacher reads the
+// environment's oracle skill instead of the analyzer's, paired with `seed[stage2.opdCoef=0]`) and the legs'
+// per-iteration diagnostics. The rule is printed with the verdict, so a reader can check it against the figures.
+import type { LegDiagnostics } from './learning-diagnostics.ts'
+import type { MeanInterval, PairedDifference } from './learning-report.ts'
+
+export const UPPER_ROW = 'seed-oracle'
+export const SEED_ROW = 'seed'
+export const OPD_OFF_ROW = 'seed[stage2.opdCoef=0]'
+
+export interface LimitsInput {
+  env: string
+  split: string
+  average: string
+  /** `seed-oracle` − `seed[stage2.opdCoef=0]`: the distillation with correct skills. */
+  upper: PairedDifference | null
+  /** `seed` − `seed[stage2.opdCoef=0]`: the distillation with self-written skills. */
+  distill: PairedDifference | null
+  /** The environment's legs (every row; only the three above are read). */
+  legs: readonly LegDiagnostics[]
+}
+
+const points = (d: MeanInterval) =>
+  `${(100 * d.mean).toFixed(1)}${d.half === null ? '' : ` ± ${(100 * d.half).toFixed(1)}`}`
+const unpaired = (d: PairedDifference) =>
+  d.unpaired.length === 0 ? '' : `; different warm-start checkpoints: seeds ${d.unpaired.join(', ')}`
+const gains = (d: PairedDifference | null) => d !== null && d.half !== null && d.mean - d.half > 0
+
+function range(xs: ReadonlyArray<number | null>, show: (x: number) => string): string {
+  const v = xs.filter((x): x is number => x !== null)
+  return v.length === 0 ? '–' : `${show(Math.min(...v))}–${show(Math.max(...v))}`
+}
+
+function expertAbove(legs: readonly LegDiagnostics[]): string {
+  const above = legs.reduce((a, d) => a + d.expertAbove, 0)
+  const all = legs.reduce((a, d) => a + d.withGaps, 0)
+  return `${above} of ${all} iterations`
+}
+
+function erosion(legs: readonly LegDiagnostics[]): string {
+  const read = legs.filter((d) => d.parseFirst !== null && d.parseLast !== null)
+  if (read.length === 0) return 'no analyzer figures'
+  const falls = read.filter((d) => (d.parseLast as number) < (d.parseFirst as number)).length
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+  const first = mean(read.map((d) => d.parseFirst as number))
+  const last = mean(read.map((d) => d.parseLast as number))
+  return `falls in ${falls} of ${read.length} legs (mean ${first.toFixed(2)} → ${last.toFixed(2)})`
+}
+
+/** The markdown section for one environment ('' without an upper bound to read). */
+export function limitsSection({ env, split, average, upper, distill, legs }: LimitsInput): string {
+  if (upper === null) return ''
+  const of = (row: string) => legs.filter((d) => d.row === row)
+  const [oracle, seed, off] = [of(UPPER_ROW), of(SEED_ROW), of(OPD_OFF_ROW)]
+  const verdict =
+    upper.half === null
+      ? 'none yet: one paired seed gives no interval'
+      : !gains(upper)
+        ? '**signal strength**: even correct skills show no gain, so neither the quality of the self-written skills ' +
+          'nor the analyzer that writes them (the upper bound does not use it) is what limits the result; the ' +
+          'distillation signal itself is too weak or mis-shaped (λ_opd, β and the gate are where to look)'
+        : gains(distill)
+          ? '**none of the three**: the distillation gains with self-written skills as with correct ones'
+          : '**skill quality**: correct skills gain, self-written ones do not'
+  return [
+    '',
+    `### Which limit: ${env} (${split}, ${average})`,
+    '',
+    `Rule: if \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` has a 95% interval above 0, correct skills gain and the`,
+    'self-written skills (their quality, or the analyzer writing them) are the gap; otherwise the signal is.',
+    '',
+    `- upper bound: \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` = ${points(upper)} points (seeds ${upper.seeds.join(', ')}${unpaired(upper)});` +
+      (distill === null
+        ? ''
+        : ` self-written skills: \`${SEED_ROW}\` − \`${OPD_OFF_ROW}\` = ${points(distill)} (seeds ${distill.seeds.join(', ')}${unpaired(distill)})`),
+    `- skill quality: the teacher's gap on the expert's actions is above its gap on other actions in ${expertAbove(oracle)}` +
+      ` with oracle skills, ${expertAbove(seed)} with self-written ones`,
+    `- signal strength: gate mean ${range(
+      [...oracle, ...seed].flatMap((d) => [d.gateMin, d.gateMax]),
+      (x) => x.toFixed(3),
+    )}` +
+      ` (0.5: teacher and student agree); λ·L_opd / |L_pg| per leg ${range(
+        [...oracle, ...seed].map((d) => d.opdShare),
+        (x) => x.toExponential(1),
+      )}`,
+    `- analyzer erosion: the parse rate from the first to the last third of the iterations ${erosion(seed)} under` +
+      ` \`${SEED_ROW}\`, ${erosion(off)} under \`${OPD_OFF_ROW}\``,
+    `- verdict: ${verdict}.`,
+    '',
+  ].join('\n')
+}

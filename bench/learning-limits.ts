@@ -3,7 +3,16 @@
 // environment's oracle skill instead of the analyzer's, paired with `seed[stage2.opdCoef=0]`) and the legs'
 // per-iteration diagnostics. The rule is printed with the verdict, so a reader can check it against the figures.
 import type { LegDiagnostics } from './learning-diagnostics.ts'
-import type { MeanInterval, PairedDifference } from './learning-report.ts'
+
+/** `row` − `other` over the seeds both have: mean and 95% t half-width (null with one seed), as fractions. */
+export interface SeedDifference {
+  mean: number
+  half: number | null
+  /** The seeds both rows have. */
+  seeds: string[]
+  /** Those of them whose two legs started from different warm-start checkpoints. */
+  unpaired: string[]
+}
 
 export const UPPER_ROW = 'seed-oracle'
 export const SEED_ROW = 'seed'
@@ -14,18 +23,18 @@ export interface LimitsInput {
   split: string
   average: string
   /** `seed-oracle` − `seed[stage2.opdCoef=0]`: the distillation with correct skills. */
-  upper: PairedDifference | null
+  upper: SeedDifference | null
   /** `seed` − `seed[stage2.opdCoef=0]`: the distillation with self-written skills. */
-  distill: PairedDifference | null
+  distill: SeedDifference | null
   /** The environment's legs (every row; only the three above are read). */
   legs: readonly LegDiagnostics[]
 }
 
-const points = (d: MeanInterval) =>
+const points = (d: SeedDifference) =>
   `${(100 * d.mean).toFixed(1)}${d.half === null ? '' : ` ± ${(100 * d.half).toFixed(1)}`}`
-const unpaired = (d: PairedDifference) =>
+const unpaired = (d: SeedDifference) =>
   d.unpaired.length === 0 ? '' : `; different warm-start checkpoints: seeds ${d.unpaired.join(', ')}`
-const gains = (d: PairedDifference | null) => d !== null && d.half !== null && d.mean - d.half > 0
+const gains = (d: SeedDifference | null) => d !== null && d.half !== null && d.mean - d.half > 0
 
 function range(xs: ReadonlyArray<number | null>, show: (x: number) => string): string {
   const v = xs.filter((x): x is number => x !== null)

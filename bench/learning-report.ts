@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
 import { diagnosticsSection, type LegDiagnostics, readLegDiagnostics } from './learning-diagnostics.ts'
-import { limitsSection, OPD_OFF_ROW, SEED_ROW, UPPER_ROW } from './learning-limits.ts'
+import { limitsSection, OPD_OFF_ROW, SEED_ROW, type SeedDifference, UPPER_ROW } from './learning-limits.ts'
 
 export interface LearningEntry {
   /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
@@ -145,13 +145,6 @@ export function comparisons(keys: readonly string[]): Array<[string, string]> {
   return pairs
 }
 
-export interface PairedDifference extends MeanInterval {
-  /** The seeds both rows have. */
-  seeds: string[]
-  /** Those of them whose two legs started from different warm-start checkpoints. */
-  unpaired: string[]
-}
-
 /** `row` − `other` on the final checkpoints of their common seeds, with its t-interval (null: no common seed). */
 export function pairedDifference(
   rows: Record<string, Record<string, LearningEntry[]>>,
@@ -159,7 +152,7 @@ export function pairedDifference(
   other: string,
   split: string,
   average: Average,
-): PairedDifference | null {
+): (MeanInterval & SeedDifference) | null {
   const seeds = rows[row] ?? {}
   const against = rows[other] ?? {}
   const common = Object.keys(seeds).filter((s) => against[s])

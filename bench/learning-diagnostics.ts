@@ -41,7 +41,8 @@ export interface LegDiagnostics {
   opdShare: number | null
 }
 
-const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length)
+/** The mean of `xs` (null for none). */
+export const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length)
 
 function median(xs: readonly number[]): number | null {
   if (xs.length === 0) return null

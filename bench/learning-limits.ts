@@ -2,12 +2,11 @@
 // strength, skill quality or analyzer erosion. Read from the upper bound (`seed-oracle`, whose teacher reads the
 // environment's oracle skill instead of the analyzer's, paired with `seed[stage2.opdCoef=0]`) and the legs'
 // per-iteration diagnostics. The rule is printed with the verdict, so a reader can check it against the figures.
-import type { LegDiagnostics } from './learning-diagnostics.ts'
+import { type LegDiagnostics, mean } from './learning-diagnostics.ts'
+import { type MeanInterval, showInterval } from './seed-interval.ts'
 
-/** `row` − `other` over the seeds both have: mean and 95% t half-width (null with one seed), as fractions. */
-export interface SeedDifference {
-  mean: number
-  half: number | null
+/** `row` − `other` over the seeds both have, with its 95% t-interval, as fractions. */
+export interface SeedDifference extends MeanInterval {
   /** The seeds both rows have. */
   seeds: string[]
   /** Those of them whose two legs started from different warm-start checkpoints. */
@@ -16,7 +15,9 @@ export interface SeedDifference {
 
 export const UPPER_ROW = 'seed-oracle'
 export const SEED_ROW = 'seed'
-export const OPD_OFF_ROW = 'seed[stage2.opdCoef=0]'
+/** The override that turns the distillation term off, and the row that differs from `seed` in it alone. */
+export const OPD_OFF = 'stage2.opdCoef=0'
+export const OPD_OFF_ROW = `${SEED_ROW}[${OPD_OFF}]`
 
 export interface LimitsInput {
   env: string
@@ -30,8 +31,6 @@ export interface LimitsInput {
   legs: readonly LegDiagnostics[]
 }
 
-const points = (d: SeedDifference) =>
-  `${(100 * d.mean).toFixed(1)}${d.half === null ? '' : ` ± ${(100 * d.half).toFixed(1)}`}`
 const unpaired = (d: SeedDifference) =>
   d.unpaired.length === 0 ? '' : `; different warm-start checkpoints: seeds ${d.unpaired.join(', ')}`
 const gains = (d: SeedDifference | null) => d !== null && d.half !== null && d.mean - d.half > 0
@@ -51,9 +50,8 @@ function erosion(legs: readonly LegDiagnostics[]): string {
   const read = legs.filter((d) => d.parseFirst !== null && d.parseLast !== null)
   if (read.length === 0) return 'no analyzer figures'
   const falls = read.filter((d) => (d.parseLast as number) < (d.parseFirst as number)).length
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-  const first = mean(read.map((d) => d.parseFirst as number))
-  const last = mean(read.map((d) => d.parseLast as number))
+  const first = mean(read.map((d) => d.parseFirst as number)) as number
+  const last = mean(read.map((d) => d.parseLast as number)) as number
   return `falls in ${falls} of ${read.length} legs (mean ${first.toFixed(2)} → ${last.toFixed(2)})`
 }
 
@@ -79,10 +77,10 @@ export function limitsSection({ env, split, average, upper, distill, legs }: Lim
     `Rule: if \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` has a 95% interval above 0, correct skills gain and the`,
     'self-written skills (their quality, or the analyzer writing them) are the gap; otherwise the signal is.',
     '',
-    `- upper bound: \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` = ${points(upper)} points (seeds ${upper.seeds.join(', ')}${unpaired(upper)});` +
+    `- upper bound: \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` = ${showInterval(upper)} points (seeds ${upper.seeds.join(', ')}${unpaired(upper)});` +
       (distill === null
         ? ''
-        : ` self-written skills: \`${SEED_ROW}\` − \`${OPD_OFF_ROW}\` = ${points(distill)} (seeds ${distill.seeds.join(', ')}${unpaired(distill)})`),
+        : ` self-written skills: \`${SEED_ROW}\` − \`${OPD_OFF_ROW}\` = ${showInterval(distill)} (seeds ${distill.seeds.join(', ')}${unpaired(distill)})`),
     `- skill quality: the teacher's gap on the expert's actions is above its gap on other actions in ${expertAbove(oracle)}` +
       ` with oracle skills, ${expertAbove(seed)} with self-written ones`,
     `- signal strength: gate mean ${range(

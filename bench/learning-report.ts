@@ -6,7 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
 import { diagnosticsSection, type LegDiagnostics, readLegDiagnostics } from './learning-diagnostics.ts'
-import { limitsSection, OPD_OFF_ROW, SEED_ROW, type SeedDifference, UPPER_ROW } from './learning-limits.ts'
+import { limitsSection, OPD_OFF, OPD_OFF_ROW, SEED_ROW, type SeedDifference, UPPER_ROW } from './learning-limits.ts'
+import { seedInterval, showInterval } from './seed-interval.ts'
 
 export interface LearningEntry {
   /** RL iterations done (updates): 0 for the warm-start and Stage 1 checkpoints. */
@@ -27,31 +28,6 @@ export interface LearningEntry {
 
 /** env → row → training seed → evaluations. */
 export type LearningResults = Record<string, Record<string, Record<string, LearningEntry[]>>>
-
-/** Two-sided 95% quantiles of Student's t for 1 … 30 degrees of freedom. */
-const T95 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
-  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
-]
-
-export interface MeanInterval {
-  mean: number
-  /** Half-width of the 95% t-interval over seeds; null with one seed. */
-  half: number | null
-  n: number
-}
-
-/** Mean over training seeds with Student's t interval (few seeds: not the normal interval of evaluation-stats). */
-export function seedInterval(xs: readonly number[]): MeanInterval {
-  const n = xs.length
-  const mean = xs.reduce((a, b) => a + b, 0) / n
-  if (n < 2) return { mean, half: null, n }
-  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1))
-  return { mean, half: (T95[Math.min(n - 1, T95.length) - 1] ?? 1.96) * (sd / Math.sqrt(n)), n }
-}
-
-const show = (m: MeanInterval | null) =>
-  m === null ? '–' : `${(100 * m.mean).toFixed(1)}${m.half === null ? '' : ` ± ${(100 * m.half).toFixed(1)}`}`
 
 /** Which average of an evaluation: micro (over episodes) or macro (the mean over task families). */
 export type Average = 'micro' | 'macro'
@@ -119,8 +95,6 @@ export function parseRowKey(key: string): { row: string; overrides: string[] } {
   return { row: match?.[1] ?? key, overrides: overrides.sort() }
 }
 
-const OPD_OFF = 'stage2.opdCoef=0'
-
 /**
  * The paired comparisons of the rows of one environment, as [row, against] keys:
  * - every row against plain GRPO;
@@ -152,7 +126,7 @@ export function pairedDifference(
   other: string,
   split: string,
   average: Average,
-): (MeanInterval & SeedDifference) | null {
+): SeedDifference | null {
   const seeds = rows[row] ?? {}
   const against = rows[other] ?? {}
   const common = Object.keys(seeds).filter((s) => against[s])
@@ -202,15 +176,15 @@ export function learningTable(results: LearningResults): string {
             .filter((x): x is number => x !== null)
           lines.push(
             `| ${env} | ${row} | ${Object.keys(seeds).join(', ')} | ${split} | ${average} | ` +
-              `${show(over(seeds, split, 'warm-start', average))} | ${show(over(seeds, split, 'stage1', average))} | ` +
-              `${show(over(seeds, split, 'final', average))} | ${show(gains.length > 0 ? seedInterval(gains) : null)} |`,
+              `${showInterval(over(seeds, split, 'warm-start', average))} | ${showInterval(over(seeds, split, 'stage1', average))} | ` +
+              `${showInterval(over(seeds, split, 'final', average))} | ${showInterval(gains.length > 0 ? seedInterval(gains) : null)} |`,
           )
         }
         for (const [row, other] of comparisons(Object.keys(rows))) {
           const d = pairedDifference(rows, row, other, split, average)
           if (d !== null)
             paired.push(
-              `- ${env}, ${split} (${average}): ${row} − ${other} = ${show(d)} points (seeds ${d.seeds.join(', ')})` +
+              `- ${env}, ${split} (${average}): ${row} − ${other} = ${showInterval(d)} points (seeds ${d.seeds.join(', ')})` +
                 (d.unpaired.length > 0 ? ` [different warm-start checkpoints: seeds ${d.unpaired.join(', ')}]` : ''),
             )
         }

@@ -8,8 +8,8 @@ import {
   type LearningResults,
   learningTable,
   limits,
-  seedInterval,
 } from '../../bench/learning-report.ts'
+import { seedInterval } from '../../bench/seed-interval.ts'
 
 const at = (checkpoint: LearningEntry['checkpoint'], iteration: number, split: string, success: number) => ({
   checkpoint,

@@ -2,16 +2,18 @@
 // the run-level phase manifests (base, Stage 1, their evaluations) → each iteration's phase manifests and its
 // iteration manifest, re-hashes every artifact they record, and checks every lineage link: an iteration
 // manifest's parent keys and a phase manifest's inputs (recorded by sha256) must each resolve to an artifact of
-// the run. Artifacts that a retention record lists and that are gone are pruned, not broken.
+// the run. Artifacts that a retention record lists and that are gone are pruned, not broken. plan.json, run.json,
+// the manifests, retention records and hyperparameter changes are checked as artifacts too (their store record is
+// their only record). Damage never stops the walk: every damaged artifact is listed; only a failing store throws.
 import { createHash } from 'node:crypto'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
-import { IntegrityError, NotFoundError } from '../store/errors.ts'
+import { IntegrityError, NotFoundError, StorePermissionError } from '../store/errors.ts'
 import { sha256Hex } from '../store/hash.ts'
-import { canonicalJson } from '../store/json.ts'
+import { canonicalJson, getJson } from '../store/json.ts'
 import { assertValidRunId, keys, PHASES } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
-import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
-import { type RecordedHyperparameterChange, readHyperparameterChanges } from './hyperparameters.ts'
+import { type PrunedArtifact, readPrunedRecords } from '../store/pruned.ts'
+import type { RecordedHyperparameterChange } from './hyperparameters.ts'
 import type { PhaseManifest } from './phase.ts'
 import type { RunRecord } from './record-run.ts'
 
@@ -20,7 +22,7 @@ export class UnknownRunError extends Error {
 }
 
 export interface AuditProblem {
-  /** missing: gone without a retention record; hash / size: not what was recorded; link: a lineage link resolves to nothing; unreadable: not parseable or no recorded hash; config: run.json's hash is not its config's. */
+  /** missing: gone without a retention record (plan.json: gone); hash / size: not what was recorded; link: a lineage link resolves to nothing; unreadable: not parseable or no recorded hash; config: run.json's hash is not its config's. */
   kind: 'missing' | 'hash' | 'size' | 'link' | 'unreadable' | 'config'
   key: string
   /** The manifest (or record) that references the artifact. */
@@ -50,7 +52,8 @@ export interface AuditReport {
   broken: AuditProblem[]
 }
 
-type Hashed = { sha256: string; bytes: number } | { missing: true } | { unreadable: string }
+/** `refused`: the store would not read the object (its own record is gone or damaged) but said what it hashes to. */
+type Hashed = { sha256: string; bytes: number; refused?: string } | { missing: true } | { unreadable: string }
 
 const PHASE_MANIFEST = /^(?:iterations\/(\d{4})\/)?([a-z0-9]+)\/(\d{4})(?:\.attempt-(\d+))?\.manifest\.json$/
 const ITERATION_MANIFEST = /^iterations\/(\d{4})\/manifest(?:\.attempt-(\d+))?\.json$/
@@ -94,6 +97,15 @@ function compareOrder(a: Located, b: Located): number {
 
 /** Re-hashes one blob from its bytes (streamed), whatever the store's own record says. */
 async function rehash(store: ArtifactStore, key: string): Promise<Hashed> {
+  try {
+    return await rehashOnce(store, key)
+  } catch (error) {
+    if (error instanceof StorePermissionError) return { unreadable: error.message } // this file, not the store
+    throw error
+  }
+}
+
+async function rehashOnce(store: ArtifactStore, key: string): Promise<Hashed> {
   if (!(await store.head(key).catch((e) => (e instanceof IntegrityError ? true : Promise.reject(e))))) {
     return { missing: true }
   }
@@ -110,7 +122,7 @@ async function rehash(store: ArtifactStore, key: string): Promise<Hashed> {
     // the store's record disagrees: the bytes streamed before the check are all of them; without a stream
     // (no recorded hash at all) the error carries the actual hash when the backend computed it
     if (bytes === 0 && error.actual === undefined) return { unreadable: error.message }
-    if (bytes === 0 && error.actual !== undefined) return { sha256: error.actual, bytes: -1 }
+    if (bytes === 0 && error.actual !== undefined) return { sha256: error.actual, bytes: -1, refused: error.message }
   }
   return { sha256: hash.digest('hex'), bytes }
 }
@@ -131,8 +143,12 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
   }
   located.sort(compareOrder)
 
-  const pruned = await readPruned(store, runId)
-  const changes = await readHyperparameterChanges(store, runId)
+  // a damaged retention record is reported where the walk reaches it (with the other records), not thrown here
+  const { pruned, unreadable: unreadableRecords } = await readPrunedRecords(store, runId)
+  const mayBePruned =
+    unreadableRecords.length === 0
+      ? ''
+      : ` (or pruned: ${unreadableRecords.map((r) => r.key).join(', ')} cannot be read, and may list it)`
   const broken: AuditProblem[] = []
   const brokenKeys = new Set<string>()
   const problem = (p: AuditProblem) => {
@@ -163,7 +179,13 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
     if ('missing' in h) {
       const p = pruned.get(key)
       if (!p)
-        return problem({ kind: 'missing', key, manifest, expected: expected.sha256, message: `${key} is missing` })
+        return problem({
+          kind: 'missing',
+          key,
+          manifest,
+          expected: expected.sha256,
+          message: `${key} is missing${mayBePruned}`,
+        })
       if (p.sha256 !== expected.sha256) {
         const message = `${key} was pruned as sha256 ${p.sha256} (${p.record}), but ${manifest} records ${expected.sha256}`
         return hashProblem(key, manifest, expected.sha256, p.sha256, message)
@@ -175,6 +197,11 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
     if (h.sha256 !== expected.sha256) {
       const message = `${key}: ${manifest} records sha256 ${expected.sha256}, the stored bytes hash to ${h.sha256}`
       return hashProblem(key, manifest, expected.sha256, h.sha256, message)
+    }
+    if (h.refused !== undefined) {
+      // the bytes are the recorded ones, but every reader of the store fails on them: damaged all the same
+      const message = `${key}: the bytes are the ones ${manifest} records, but the store refuses to read them: ${h.refused}`
+      return problem({ kind: 'unreadable', key, manifest, expected: expected.sha256, actual: h.sha256, message })
     }
     if (h.bytes >= 0 && h.bytes !== expected.bytes) {
       const message = `${key}: ${manifest} records ${expected.bytes} bytes, the store holds ${h.bytes}`
@@ -207,6 +234,9 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
       message: `${runKey}: ${(error as Error).message}`,
     })
   }
+
+  await checkPlan(store, runId, await hashOf(keys.runPlan(runId)), problem)
+  const changes = await readChanges(store, runId, problem)
 
   // every manifest, read once (its own bytes checked by the store); lineage needs all of them before the walk
   const parsed = new Map<string, PhaseManifest | Manifest | Error>()
@@ -306,4 +336,69 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
     unexplainedConfigHashes: [...configHashes].filter((h) => !explained.has(h)).sort(),
     broken,
   }
+}
+
+/** plan.json: present, its bytes what the store recorded, a JSON run plan. */
+async function checkPlan(
+  store: ArtifactStore,
+  runId: string,
+  hashed: Hashed,
+  problem: (p: AuditProblem) => void,
+): Promise<void> {
+  const key = keys.runPlan(runId)
+  const at = { key, manifest: key }
+  if ('missing' in hashed) {
+    problem({ kind: 'missing', ...at, message: `${key} is missing (the run's plan: rerun the run to write it again)` })
+    return
+  }
+  if ('unreadable' in hashed) {
+    problem({ kind: 'unreadable', ...at, message: `${key}: ${hashed.unreadable}` })
+    return
+  }
+  let plan: unknown
+  try {
+    plan = await getJson(store, key)
+  } catch (error) {
+    if (error instanceof IntegrityError && error.expected !== undefined) {
+      const { expected, actual } = error
+      problem({ kind: 'hash', ...at, expected, ...(actual ? { actual } : {}), message: error.message })
+    } else {
+      problem({ kind: 'unreadable', ...at, actual: hashed.sha256, message: `${key}: ${(error as Error).message}` })
+    }
+    return
+  }
+  const p = plan as { iterations?: unknown; shards?: unknown } | null
+  const whole = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0
+  if (p === null || typeof p !== 'object' || !whole(p.iterations) || !whole(p.shards) || p.shards === 0) {
+    const message = `${key}: not a run plan (no whole numbers of iterations and shards)`
+    problem({ kind: 'unreadable', ...at, actual: hashed.sha256, message })
+  }
+}
+
+/** The run's hyperparameter changes by seq; a damaged change record is a problem, the others are still read. */
+async function readChanges(
+  store: ArtifactStore,
+  runId: string,
+  problem: (p: AuditProblem) => void,
+): Promise<RecordedHyperparameterChange[]> {
+  const out: RecordedHyperparameterChange[] = []
+  for await (const { key } of listAll(store, keys.hyperparametersPrefix(runId))) {
+    try {
+      out.push((await getJson(store, key)) as RecordedHyperparameterChange)
+    } catch (error) {
+      if (!(error instanceof IntegrityError || error instanceof SyntaxError || error instanceof NotFoundError))
+        throw error
+      const expected = error instanceof IntegrityError ? error.expected : undefined
+      const actual = error instanceof IntegrityError ? error.actual : undefined
+      problem({
+        kind: 'unreadable',
+        key,
+        manifest: key,
+        ...(expected ? { expected } : {}),
+        ...(actual ? { actual } : {}),
+        message: `${key}: ${(error as Error).message}`,
+      })
+    }
+  }
+  return out.sort((a, b) => a.seq - b.seq)
 }

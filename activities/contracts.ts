@@ -5,10 +5,24 @@ import type { AlgorithmName } from '../seed/algorithms.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import type { MetricPhase } from './iteration-metrics.ts'
 
+/**
+ * The store a run lives in (store/artifact-store.ts StoreIdentity): the random id kept at the store's root, which
+ * a copy or another endpoint of the same bucket keeps, and where the store was when the run was planned.
+ */
+export interface StoreRef {
+  id: string
+  location: string
+}
+
 /** Identifies a run and the exact configuration its phases were computed from. */
 export interface RunRef {
   runId: string
   configSha256: string
+  /**
+   * The store the run lives in: a worker bound to another store refuses the run's activities (StoreMismatch).
+   * Absent in runs planned before it was recorded: any store is accepted.
+   */
+  store?: StoreRef
 }
 
 /** What every artifact-writing activity returns: the key and the hash of what it wrote. */
@@ -177,6 +191,17 @@ export interface RecordIterationSummary extends PhaseSummary {
   manifest: ArtifactRef
 }
 
+/** How Stage 1's annotation went (the `sft` and `annotate` manifests' stats): what progress, status and report show. */
+export interface AnnotationCounts {
+  trajectories: number
+  /** Trajectories with a well-formed skill. */
+  annotated: number
+  /** Trajectories whose annotator request failed after its retries. */
+  requestFailures: number
+  /** Answers that did not parse as a skill. */
+  unparsed: number
+}
+
 /** What a long phase reports in its heartbeats (`seedflow run` and the Web UI show it). */
 export interface PhaseProgress {
   phase: string
@@ -190,8 +215,16 @@ export interface PhaseProgress {
 
 /** The pipeline's activities, as the workflows call them. */
 export interface PipelineActivities {
-  /** Validates the configuration and records the run; returns the plan the workflows follow. */
-  planRun(input: { runId: string; config: unknown }): Promise<{ run: RunRef; plan: RunPlan; record: ArtifactRef }>
+  /**
+   * Validates the configuration and records the run; returns the plan the workflows follow. `resumed`: the run
+   * was planned before (a rerun of its id), so its phases may be reused.
+   */
+  planRun(input: {
+    runId: string
+    config: unknown
+    /** The store of the client that started the run; absent: the planning worker's store. */
+    store?: StoreRef
+  }): Promise<{ run: RunRef; plan: RunPlan; record: ArtifactRef; resumed?: boolean }>
   /** The base checkpoint: warm-start of the built-in model, or import of a Hugging Face folder. */
   prepare(input: { run: RunRef }): Promise<StageSummary>
   /** A forked run's start: the fork point's checkpoints (and Stage 1 skill library) copied from the other run. */
@@ -217,6 +250,11 @@ export interface PipelineActivities {
     run: RunRef
     change: HyperparameterChange
   }): Promise<{ run: RunRef; record: ArtifactRef }>
+  /**
+   * Re-hashes every artifact the run may reuse (activities/verify-run.ts): what a rerun of a run id and an
+   * operator's retry do before any phase is reused. Fails non-retryably (CorruptArtifact) naming each damaged key.
+   */
+  verifyRun(input: { run: RunRef }): Promise<{ artifacts: number; bytes: number }>
   /** The end of an iteration: metrics.json from the phase manifests, then manifest.json (written last). */
   recordIteration(input: RecordIterationInput): Promise<RecordIterationSummary>
 }

@@ -27,12 +27,20 @@ export const FATAL_ERRORS: Readonly<Record<string, string>> = {
   NotFoundError: 'NotFoundError',
   NonFiniteLossError: 'NonFiniteLossError',
   StoreAccessError: 'StoreAccessError',
+  // a full disk or a refused folder of the folder store: no retry frees space or fixes permissions, the operator
+  // does, then `seedflow retry` (the run waits for an operator at once, with the message naming key and folder)
+  StoreFullError: 'StoreFullError',
+  StorePermissionError: 'StorePermissionError',
+  StoreIdentityError: 'StoreIdentityError',
   SyntaxError: 'CorruptArtifact',
   RescoreFormatError: 'CorruptArtifact',
+  DamagedArtifactsError: 'CorruptArtifact',
   LibraryMissingError: 'LibraryMissing',
   ForkError: 'ForkError',
+  StoreMismatchError: 'StoreMismatch',
   AnnotatorConfigError: 'AnnotatorConfigError',
   AnnotatorAuthError: 'AnnotatorAuthError',
+  AnnotationShortfallError: 'AnnotationShortfall',
 }
 
 /** Failure types the activities raise directly (fatal() below) besides those of the table. */

@@ -86,7 +86,7 @@ export async function recordHyperparameters(
     configSha256,
   })
   const info = written.info
-  return { run: { runId: run.runId, configSha256 }, record: { key: info.key, sha256: info.sha256, bytes: info.bytes } }
+  return { run: { ...run, configSha256 }, record: { key: info.key, sha256: info.sha256, bytes: info.bytes } }
 }
 
 /** A change as the store holds it: the workflow's record with the configuration hashes before and after. */

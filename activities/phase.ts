@@ -3,10 +3,13 @@
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
 // with create-if-absent, so two workers racing on one shard agree on one result.
+import { createHash } from 'node:crypto'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
+import { IntegrityError, NotFoundError } from '../store/errors.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
 import { wasPruned } from '../store/pruned.ts'
+import { type Damage, DamagedArtifactsError } from './damaged-artifacts.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 /** Where a phase shard lives: inside an iteration, or at run level (`iteration` omitted: warmstart, sft). */
@@ -110,7 +113,10 @@ function sameInputs(a: Record<string, string>, b: Record<string, string>): boole
 /**
  * A manifest is reusable when it was made from the same config and inputs and its outputs are intact or were
  * pruned on purpose by retention (a finished phase stays finished; a later phase that needs a pruned checkpoint
- * fails naming its key).
+ * fails naming its key). Intact means the bytes, re-hashed in full: a store's head answers the sha256 it recorded,
+ * which a flipped bit does not change. A missing output, or one written again since, makes the manifest unusable
+ * (its phase computes again); bytes that fail the store's own check are fatal, every damaged output named, so
+ * that the run waits for an operator.
  */
 async function reusable<S>(
   store: ArtifactStore,
@@ -119,11 +125,37 @@ async function reusable<S>(
   inputs: Record<string, string>,
 ) {
   if (manifest.configSha256 !== configSha256 || !sameInputs(manifest.inputs, inputs)) return false
+  const damaged: Damage[] = []
   for (const output of Object.values(manifest.outputs)) {
-    const head = await store.head(output.key)
-    if (head ? head.sha256 !== output.sha256 : !(await wasPruned(store, manifest.scope.runId, output))) return false
+    const found = await rehashStored(store, output.key)
+    if (found === 'missing') {
+      if (await wasPruned(store, manifest.scope.runId, output)) continue
+      return false
+    }
+    if (found instanceof IntegrityError) damaged.push({ kind: 'hash', key: output.key, message: found.message })
+    else if (found.sha256 !== output.sha256) return false // written again since, with its own record: not this manifest's
   }
+  if (damaged.length > 0) throw new DamagedArtifactsError(manifest.scope.runId, damaged)
   return true
+}
+
+/**
+ * The sha256 of an object's bytes, read in full now: `missing` when it is gone, the store's IntegrityError when
+ * the bytes do not hash to what the store recorded for them (damaged in place).
+ */
+async function rehashStored(
+  store: ArtifactStore,
+  key: string,
+): Promise<{ sha256: string } | 'missing' | IntegrityError> {
+  const hash = createHash('sha256')
+  try {
+    for await (const chunk of await store.getStream(key)) hash.update(chunk as Buffer)
+  } catch (error) {
+    if (error instanceof NotFoundError) return 'missing'
+    if (error instanceof IntegrityError) return error
+    throw error
+  }
+  return { sha256: hash.digest('hex') }
 }
 
 /** A phase shard, as hooks see it. */
@@ -176,7 +208,7 @@ export async function runPhase<S>(
         deps.counters?.record({ event: 'reused', scope, attempt, seconds: seconds(), stats: manifest.stats })
         return { manifestKey: key, attempt, reused: true, outputs: manifest.outputs, stats: manifest.stats }
       }
-      continue // made from another config or other inputs, or its outputs changed: keep it, try the next attempt
+      continue // made from another config or other inputs, or an output is gone: keep it, try the next attempt
     }
     const progress = progressKey(scope, attempt)
     deps.counters?.record({ event: 'computing', scope, attempt })

@@ -8,6 +8,7 @@ import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson, putJson } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { PipelineActivities, RunPlan, RunRef } from './contracts.ts'
+import { DamagedArtifactsError } from './damaged-artifacts.ts'
 import { fatal } from './failures.ts'
 import { recordHyperparameters } from './hyperparameters.ts'
 import { recordIteration } from './iteration-record.ts'
@@ -26,6 +27,8 @@ import { updatePhase } from './phases/update.ts'
 import { warmstartPhase } from './phases/warmstart.ts'
 import { createRecordRunActivities, type RunRecord } from './record-run.ts'
 import { applyRetention } from './retention.ts'
+import { boundToStore, storeBinding } from './store-binding.ts'
+import { verifyRun } from './verify-run.ts'
 
 export interface PipelineDeps {
   store: ArtifactStore
@@ -45,11 +48,13 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
   const { store } = deps
   const shell = phaseShell(deps)
   const { recordRun } = createRecordRunActivities({ store })
+  const binding = storeBinding(store)
   const warmstart = shell.activity(warmstartPhase)
   const importBase = shell.activity(importPhase)
 
-  return {
-    async planRun({ runId, config }) {
+  // every activity refuses a run of another store before it reads or writes (one store per run)
+  return boundToStore(binding, {
+    async planRun({ runId, config, store: given }) {
       return guarded('planRun', async () => {
         const parsed = parseRunConfig(config)
         if (!parsed.ok) {
@@ -61,9 +66,13 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
             `invalid run config:\nfork.run: ${c.fork.run === runId ? 'a run cannot fork itself' : `no run named ${c.fork.run} in this store`}`,
             'InvalidRunConfig',
           )
-        const record = await recordRun({ runId, config: config as Record<string, unknown> })
+        // the run lives in the store of the client that started it, else in this worker's (boundToStore checked
+        // that they are one). run.json keeps the store the run was created in; a run moved since (its folder
+        // copied into another store, a benchmark's run bundle) is planned, and bound, where it is now
+        const own = await binding.identity()
+        const record = await recordRun({ runId, config: config as Record<string, unknown>, store: given ?? own })
         const recorded = (await getJson(store, record.key)) as RunRecord
-        const run: RunRef = { runId, configSha256: recorded.configSha256 }
+        const run: RunRef = { runId, configSha256: recorded.configSha256, store: given ?? own }
         const episodes = c.stage2.tasksPerStep * c.stage2.groupSize
         const plan: RunPlan = {
           algorithm: c.algorithm,
@@ -80,7 +89,7 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         const planKey = keys.runPlan(runId)
         if (await store.head(planKey)) {
           const existing = (await getJson(store, planKey)) as RunPlan
-          return { run, plan: existing, record }
+          return { run, plan: existing, record, resumed: true }
         }
         await putJson(store, planKey, plan)
         return { run, plan, record }
@@ -102,6 +111,14 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
     update: shell.activity(updatePhase),
     evaluate: shell.activity(evaluatePhase),
 
+    async verifyRun({ run }) {
+      return guarded(`verifyRun ${run.runId}`, async () => {
+        const checked = await verifyRun(store, run.runId)
+        if (checked.damaged.length > 0) throw new DamagedArtifactsError(run.runId, checked.damaged)
+        return { artifacts: checked.artifacts, bytes: checked.bytes }
+      })
+    },
+
     async recordHyperparameters(input) {
       return guarded(`recordHyperparameters ${input.change.seq}`, () => recordHyperparameters(store, input))
     },
@@ -115,5 +132,5 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         return recorded
       })
     },
-  }
+  })
 }

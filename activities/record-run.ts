@@ -3,13 +3,15 @@ import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
-import type { ArtifactRef } from './contracts.ts'
+import type { ArtifactRef, StoreRef } from './contracts.ts'
 import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 export interface RecordRunInput {
   runId: string
   /** The run configuration exactly as the user gave it. */
   config: Record<string, unknown>
+  /** The store the run lives in (activities/store-binding.ts); absent: not recorded. */
+  store?: StoreRef
 }
 
 export interface RunRecord {
@@ -18,6 +20,8 @@ export interface RunRecord {
   configSha256: string
   seedflowVersion: string
   createdAt: string
+  /** The store the run lives in; absent in runs recorded before it was (any store is theirs). */
+  store?: StoreRef
 }
 
 export function createRecordRunActivities(deps: { store: ArtifactStore; now?: () => Date }) {
@@ -36,6 +40,7 @@ export function createRecordRunActivities(deps: { store: ArtifactStore; now?: ()
         configSha256,
         seedflowVersion: SEEDFLOW_VERSION,
         createdAt: now().toISOString(),
+        ...(input.store ? { store: { id: input.store.id, location: input.store.location } } : {}),
       }
       const result = await putJsonIfAbsent(deps.store, key, record)
       if (!result.created) {

@@ -53,8 +53,7 @@ export function formatAudit(r: AuditReport): string {
         ]
       : []),
     `  broken: ${r.broken.length}`,
-    ...r.broken.slice(0, 20).map((p) => `    ${p.kind} ${p.key} (in ${p.manifest}): ${p.message}`),
-    ...(r.broken.length > 20 ? [`    … and ${r.broken.length - 20} more`] : []),
+    ...r.broken.map((p) => `    ${p.kind} ${p.key} (in ${p.manifest}): ${p.message}`),
   ]
   return `${lines.join('\n')}\n`
 }

@@ -2,7 +2,7 @@
 // line read is a user turn; the reply is written to stdout as it is sampled and kept in the conversation (the
 // oldest turns are dropped when it no longer fits the context). Works with stdin a pipe; Ctrl-C, end of input
 // or /exit ends it, /reset starts over.
-import { createInterface } from 'node:readline'
+import { createInterface, type ReadLineOptions } from 'node:readline'
 import { createLocalEngine } from '../engine/index.ts'
 import { mixSeed } from '../envs/rng.ts'
 import type { ChatMessage } from '../policy/chat-template.ts'
@@ -23,11 +23,22 @@ export interface ChatCommandOptions {
   threads?: number
 }
 
+/**
+ * In a terminal, readline puts stdin in raw mode, so the typed text shows only if readline echoes it: it gets a
+ * terminal to echo to (stderr, keeping stdout for replies) and the `> ` prompt. With no terminal to echo to,
+ * stdin stays in the terminal's own line mode, which echoes; from a pipe, lines are read as they come.
+ */
+export function chatReadlineOptions(input: NodeJS.ReadableStream, echo: NodeJS.WritableStream): ReadLineOptions {
+  const tty = (input as { isTTY?: boolean }).isTTY === true && (echo as { isTTY?: boolean }).isTTY === true
+  return tty ? { input, output: echo, terminal: true, prompt: '> ' } : { input, terminal: false }
+}
+
 export async function chatCommand(
   checkpoint: string | undefined,
   options: ChatCommandOptions,
   io: CommandIo = STDIO,
   input: NodeJS.ReadableStream = process.stdin,
+  echo: NodeJS.WritableStream = process.stderr,
 ): Promise<void> {
   if (!(options.temperature >= 0))
     throw new RunInputError(`--temperature must be 0 (greedy) or more, got ${options.temperature}`)
@@ -37,8 +48,8 @@ export async function chatCommand(
   const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
   const decoder = localDecoder(engine, ckpt, where, options.context)
   const render = decoder.model.chatPrompt
-  const tty = (input as { isTTY?: boolean }).isTTY === true
-  const rl = createInterface({ input, terminal: tty })
+  const rl = createInterface(chatReadlineOptions(input, echo))
+  const tty = rl.terminal
   let current: { interrupt(): void } | undefined
   let ended = false
   const stop = () => {
@@ -61,7 +72,7 @@ export async function chatCommand(
     let turns: ChatMessage[] = []
     let turn = 0
     const ask = () => {
-      if (tty) io.err('> ')
+      if (tty) rl.prompt()
     }
     ask()
     for await (const line of rl) {

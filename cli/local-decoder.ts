@@ -46,7 +46,12 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
     complete(prompt, raw, onText) {
       let params: ReturnType<typeof samplingParams>
       try {
-        params = samplingParams({ ...raw, n: 1 }, prompt.length, { context: capacity, rows: 1 }, undefined)
+        params = samplingParams(
+          { ...raw, n: 1 },
+          { longest: prompt.length, count: 1, param: 'prompt' },
+          { context: capacity, rows: 1 },
+          undefined,
+        )
       } catch (error) {
         throw error instanceof ApiError ? new RunInputError(error.message.replace('max_tokens', '--max-tokens')) : error
       }
@@ -62,7 +67,7 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
       })
       const end = (reason: Completion['finish']) =>
         finish({ text, tokens, finish: reason, seconds: (performance.now() - started) / 1000 })
-      const generation = generationJobs(model, prompt, params, {
+      const generation = generationJobs(model, [prompt], params, {
         delta(d: ChoiceDelta) {
           tokens.push(...d.tokens)
           if (d.text.length > 0 && !interrupted) {

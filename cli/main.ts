@@ -198,6 +198,12 @@ program
     'require `Authorization: Bearer <key>` on /v1, the key read from this environment variable (401 otherwise)',
   )
   .option(
+    '--cors <origins>',
+    'let browser pages from these origins call the API (comma-separated scheme://host[:port], or * for any); ' +
+      'default: no CORS headers',
+  )
+  .option('--no-access-log', 'do not write a stderr line per request (method, path, status, tokens, time)')
+  .option(
     '--grace-period <seconds>',
     'on SIGTERM, how long in-flight requests may finish before they fail',
     nonNegativeNumber,
@@ -223,9 +229,14 @@ program
   .description(
     'run a worker until interrupted: local (the default) polls every task queue; control runs the workflows and ' +
       'light activities (queue seedflow), rollout the seedflow-rollout queue, train the seedflow-train queue; ' +
-      'start as many rollout workers as you like, they share the fan-out',
+      'start as many rollout workers as you like, they share the fan-out; with --run <id> the queues of that run ' +
+      '(seedflow@<id>, seedflow-rollout@<id>, seedflow-train@<id>) instead',
   )
   .argument('[role]', Object.keys(WORKER_ROLES).join(' | '), 'local')
+  .option(
+    '--run <id>',
+    'serve this run only, on its own task queues (a `seedflow run` polls them; this resumes one that was interrupted); default: the shared queues',
+  )
   .addOption(
     new Option(
       '--counters-file <path>',
@@ -328,9 +339,18 @@ function describeError(error: unknown): string {
   return parts.join(': ')
 }
 
+/**
+ * How long a failed command may take to exit once its error is printed. Everything it awaited has settled by
+ * then; what is left is a leak, such as the workflow threads of a Worker whose creation failed (the SDK starts
+ * them before it contacts the server and does not stop them when that fails), which would hold the process for
+ * good. Unref'd: a process with nothing left exits at once.
+ */
+const EXIT_GRACE_MS = 1000
+
 try {
   await program.parseAsync()
 } catch (error) {
   process.stderr.write(`seedflow: ${describeError(error)}\n`)
   process.exitCode ||= 1
+  setTimeout(() => process.exit(), EXIT_GRACE_MS).unref()
 }

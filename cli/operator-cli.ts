@@ -1,12 +1,20 @@
 // The operator's commands on a running run, registered on the `seedflow` program: status, retry, pause,
 // resume, abort, set. Each connects to the run's Temporal server and starts nothing.
-import type { Command } from 'commander'
+import { type Command, InvalidArgumentError, Option } from 'commander'
 import { abortCommand, pauseCommand, resumeCommand, retryCommand, setCommand } from './control-commands.ts'
-import { statusCommand } from './status-command.ts'
+import { STATUS_TIMEOUT_S, statusCommand } from './status-command.ts'
 
 const RUN = ['<run>', 'run id (= the seedRun workflow id)'] as const
 
 const collect = (value: string, previous: string[] = []) => [...previous, value]
+
+/** Seconds > 0; an empty value (an environment variable set to '') is no value. */
+function positiveSeconds(value: string): number | undefined {
+  if (value === '') return undefined
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`not a positive number of seconds: ${value}`)
+  return n
+}
 
 export function addOperatorCommands(program: Command): void {
   program
@@ -15,6 +23,14 @@ export function addOperatorCommands(program: Command): void {
       'where a run is: phase, iteration k of K, evaluations, paused, awaiting an operator (with the failure), hyperparameter changes',
     )
     .argument(...RUN)
+    .addOption(
+      new Option(
+        '--timeout <seconds>',
+        `give up when the run has not answered this long after the command started (no worker serves it) (default ${STATUS_TIMEOUT_S})`,
+      )
+        .argParser(positiveSeconds)
+        .env('SEEDFLOW_STATUS_TIMEOUT'),
+    )
     .action(statusCommand)
   program
     .command('retry')

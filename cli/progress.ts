@@ -3,7 +3,7 @@
 // long activities (warm-start steps and validation checks). One line per change; the same in a terminal and a log.
 import { type Client, type WorkflowExecutionDescription, WorkflowNotFoundError } from '@temporalio/client'
 import { defaultPayloadConverter } from '@temporalio/common'
-import type { PhaseProgress } from '../activities/contracts.ts'
+import type { AnnotationCounts, PhaseProgress } from '../activities/contracts.ts'
 import { type Evaluation, type RunStatus, statusQuery } from '../workflows/seed-run.ts'
 import { operatorHint } from './operator-hints.ts'
 
@@ -20,6 +20,13 @@ export function formatEvaluation(e: Evaluation): string {
     e.macroSuccess !== undefined && Number.isFinite(e.macroSuccess) ? `, macro ${percent(e.macroSuccess)}` : ''
   const checkpoint = e.checkpointSha256 ? `, checkpoint ${e.checkpointSha256.slice(0, 12)}` : ''
   return `${percent(e.success)}${se} (${e.tasks} tasks${e.split ? ` of ${e.split}` : ''})${macro}${checkpoint}`
+}
+
+/** Stage 1's annotation as `run` and `status` print it: the failures named whenever there are any. */
+export function formatAnnotation(a: AnnotationCounts): string {
+  const failed = a.trajectories - a.annotated
+  const why = failed > 0 ? ` (${failed} not: ${a.requestFailures} requests failed, ${a.unparsed} answers unparsed)` : ''
+  return `annotated ${a.annotated} of ${a.trajectories} trajectories${why}`
 }
 
 /** The workflow's description; undefined while it does not exist (yet). */
@@ -64,6 +71,7 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
   }
   let last = ''
   let evaluationsShown = 0
+  let annotationShown = false
   let stopped = false
   let failures = 0
 
@@ -74,6 +82,10 @@ export function watchRun(client: Client, runId: string, print: (line: string) =>
     } catch {
       return // not started yet, or between continue-as-new runs
     }
+    // Stage 1's annotation comes before its evaluation
+    if (status.annotation && !annotationShown)
+      print(`[${clock()}] stage 1 annotation: ${formatAnnotation(status.annotation)}`)
+    annotationShown ||= status.annotation !== undefined
     for (const e of status.evaluations.slice(evaluationsShown))
       print(`[${clock()}] evaluation ${e.label}: ${formatEvaluation(e)}`)
     evaluationsShown = status.evaluations.length

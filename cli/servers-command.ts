@@ -5,7 +5,8 @@ export async function upCommand(): Promise<void> {
   const how = temporal.reused ? 'already running' : 'started'
   process.stdout.write(
     `Temporal dev server ${how}: ${temporal.address} (pid ${temporal.pid})\n` +
-      `  Web UI   ${temporal.uiUrl ?? '(headless)'}\n  metrics  ${temporal.metricsUrl}\n` +
+      `  Web UI   ${temporal.uiUrl ?? '(headless)'}\n  HTTP API ${temporal.httpUrl ?? '(not recorded)'}\n` +
+      `  metrics  ${temporal.metricsUrl}\n` +
       `  state    ${localPaths().stateDir}\n  log      ${temporal.logFile}\n`,
   )
 }

@@ -6,11 +6,13 @@ import {
   type WorkflowExecutionDescription,
   WorkflowFailedError,
 } from '@temporalio/client'
+import { describeStore } from '../activities/store-binding.ts'
 import { bounded } from '../infra/bounded-text.ts'
+import { runOfTaskQueue } from '../workers/task-queues.ts'
 import { iterationStatusQuery } from '../workflows/operator.ts'
 import { type Evaluation, type RunStatus, type SeedRunResult, statusQuery } from '../workflows/seed-run.ts'
 import { operatorHint } from './operator-hints.ts'
-import { formatEvaluation } from './progress.ts'
+import { formatAnnotation, formatEvaluation } from './progress.ts'
 import { CliError, connectToRun, type RunClient } from './run-client.ts'
 
 /** `[########------------] 2/5`: `done` of `total` as a bar of `width` cells. */
@@ -20,34 +22,62 @@ export function progressBar(done: number, total: number, width = 20): string {
   return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total}`
 }
 
-const STATUS_TIMEOUT_MS = 15_000
+/** Seconds `seedflow status` waits for a running run to answer, counted from the command's start (--timeout). */
+export const STATUS_TIMEOUT_S = 15
+/** The least a query is given, however long the command took to get there. */
+const MIN_QUERY_MS = 1000
 
-/** The run's status query; a running run with no worker to answer it is named as such. */
-async function queryStatus(run: RunClient, runId: string): Promise<RunStatus> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new CliError(
-            `run ${runId} on ${run.address} did not answer its status query in ${STATUS_TIMEOUT_MS / 1000} s: is a worker running? (\`seedflow worker\`)`,
-          ),
-        ),
-      STATUS_TIMEOUT_MS,
-    )
-  })
+/**
+ * `query` cancelled at `deadline` (performance.now(): ms since the process started), so that a run with no worker
+ * to answer ends the command then, not when the server gives up on the query; `timedOut` is the error then.
+ */
+async function beforeDeadline<T>(
+  run: RunClient,
+  deadline: number,
+  query: () => Promise<T>,
+  timedOut: () => Error,
+): Promise<T> {
+  const cancel = new AbortController()
+  const timer = setTimeout(() => cancel.abort(), Math.max(MIN_QUERY_MS, deadline - performance.now()))
   try {
-    return await Promise.race([run.handle.query(statusQuery), timeout])
+    return await run.client.withAbortSignal(cancel.signal, query)
+  } catch (error) {
+    if (cancel.signal.aborted) throw timedOut()
+    throw error
   } finally {
     clearTimeout(timer)
   }
 }
 
+/** The run's status query; a running run with no worker to answer it is named as such. */
+function queryStatus(run: RunClient, runId: string, taskQueue: string, timeoutS: number): Promise<RunStatus> {
+  return beforeDeadline(
+    run,
+    timeoutS * 1000,
+    () => run.handle.query(statusQuery),
+    () =>
+      new CliError(
+        `run ${runId} on ${run.address} did not answer its status query within ${timeoutS} s of the command's start ` +
+          `(--timeout): is a worker running? (\`${workerFor(runId, taskQueue)}\`)`,
+      ),
+  )
+}
+
+/** The worker that serves a run on `taskQueue`: a run on its own queues (`seedflow run`) needs `--run`. */
+export function workerFor(runId: string, taskQueue: string): string {
+  return runOfTaskQueue(taskQueue) === undefined ? 'seedflow worker' : `seedflow worker --run ${runId}`
+}
+
 /** The running iteration child's phase and hold: its status query, else its SeedPhase search attribute. */
-async function childOf(run: RunClient, workflowId: string): Promise<ChildView | undefined> {
+async function childOf(run: RunClient, workflowId: string, timeoutS: number): Promise<ChildView | undefined> {
   const child = run.client.workflow.getHandle(workflowId)
   try {
-    const s = await child.query(iterationStatusQuery)
+    const s = await beforeDeadline(
+      run,
+      timeoutS * 1000,
+      () => child.query(iterationStatusQuery),
+      () => new Error('no answer'),
+    )
     return { phase: s.phase, held: s.held }
   } catch {
     const value = (await child.describe().catch(() => undefined))?.searchAttributes.SeedPhase?.[0]
@@ -84,6 +114,7 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
     `  phase       ${held ? (inIteration ? `iteration ${status.iteration}: ${heldWhere}` : heldWhere) : where}`,
   )
   lines.push(`  iterations  ${progressBar(status.iteration, status.iterations)}`)
+  if (status.store) lines.push(`  store       ${describeStore(status.store)}`)
   if (status.aborted)
     lines.push(
       `  aborting    ${status.aborted} — the run ends after its running phase (\`seedflow status\` shows when)`,
@@ -99,6 +130,7 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
     for (const line of wait.message.split('\n')) lines.push(`    ${line}`)
     lines.push(`    then: ${operatorHint(wait.type, status.runId)}`)
   }
+  if (status.annotation) lines.push(`  stage 1     ${formatAnnotation(status.annotation)}`)
   lines.push(...evaluationLines(status.evaluations))
   if (status.hyperparameters.length > 0) {
     lines.push('  hyperparameter changes')
@@ -110,7 +142,9 @@ export function formatStatus(status: RunStatus, workflow: string, child?: ChildV
   return lines
 }
 
-export async function statusCommand(runId: string): Promise<void> {
+export async function statusCommand(runId: string, options: { timeout?: number } = {}): Promise<void> {
+  // commander hands an empty SEEDFLOW_STATUS_TIMEOUT over as it is: no value
+  const timeoutS = typeof options.timeout === 'number' ? options.timeout : STATUS_TIMEOUT_S
   const run = await connectToRun(runId)
   try {
     const description = await run.handle.describe()
@@ -122,8 +156,9 @@ export async function statusCommand(runId: string): Promise<void> {
       if (failed) process.exitCode = 1
       return
     }
-    const status = await queryStatus(run, runId)
-    const child = status.phase === 'iteration' ? await childOf(run, `${runId}/iter-${status.iteration}`) : undefined
+    const status = await queryStatus(run, runId, description.taskQueue, timeoutS)
+    const child =
+      status.phase === 'iteration' ? await childOf(run, `${runId}/iter-${status.iteration}`, timeoutS) : undefined
     process.stdout.write(`${formatStatus(status, workflow, child).join('\n')}\n`)
   } finally {
     await run.close()
@@ -156,6 +191,7 @@ export function formatResult(result: SeedRunResult): string[] {
       ? `  outcome     aborted: ${result.aborted ?? '(no reason given)'}`
       : '  outcome     completed',
   ]
+  if (result.store) lines.push(`  store       ${describeStore(result.store)}`)
   lines.push(...evaluationLines(result.evaluations))
   if (result.checkpoint)
     lines.push(`  checkpoint  ${result.checkpoint.prefix} (model sha256 ${result.checkpoint.sha256})`)

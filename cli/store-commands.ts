@@ -1,10 +1,11 @@
 // The commands that read a run's store without needing a Temporal server: `audit`, `export`, `export-dumps`,
-// `report` and `ui` (the last two ask Temporal for each run's state when one answers).
+// `report` and `ui` (the last two ask Temporal for each run's state when one answers), and `store reindex`.
 import { type Command, InvalidArgumentError } from 'commander'
 import { auditCommand } from './audit-command.ts'
 import { parsePort } from './env-command.ts'
 import { type ExportOptions, exportCommand } from './export-command.ts'
 import { DUMP_FORMATS, type ExportDumpsOptions, exportDumpsCommand } from './export-dumps-command.ts'
+import { reindexCommand } from './reindex-command.ts'
 import { type ReportOptions, reportCommand } from './report-command.ts'
 import { type UiCommandOptions, uiCommand } from './ui-command.ts'
 
@@ -31,6 +32,17 @@ export function registerStoreCommands(program: Command): void {
     .argument('<run>', 'run id')
     .action(async (runId: string) => {
       await auditCommand(runId)
+    })
+
+  program
+    .command('store')
+    .description('maintain the artifact store itself')
+    .command('reindex')
+    .description(
+      "after a folder store was copied, restored or moved: read every file's checksum record once (a copy's files have new inodes, so the first read of each hashes it) and list any file that no record vouches for; exits 1 when there is one",
+    )
+    .action(async () => {
+      await reindexCommand()
     })
 
   program

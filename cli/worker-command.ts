@@ -2,11 +2,12 @@ import { PhaseCounters } from '../activities/phase.ts'
 import { type ExecutionProvider, probeExecutionProvider } from '../engine/index.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import { storeFromEnv } from '../store/from-env.ts'
+import { assertValidRunId } from '../store/keys.ts'
 import { countersFileListener } from '../workers/counters-file.ts'
 import { armedFaults, phaseFaultHooks, watchMultipartUpload, withStoreFaults } from '../workers/faults.ts'
 import { createLocalWorker } from '../workers/local.ts'
 import { createWorkerMetrics, sdkMetricsTelemetry } from '../workers/metrics.ts'
-import { TASK_QUEUES, type TaskQueueName } from '../workers/task-queues.ts'
+import type { TaskQueueName } from '../workers/task-queues.ts'
 import { quietRuntime, resolveTemporal, say } from './run-command.ts'
 
 /** What each `seedflow worker <role>` polls (docs/design.md §10.1). */
@@ -19,6 +20,8 @@ export const WORKER_ROLES = {
 export type WorkerRole = keyof typeof WORKER_ROLES
 
 export interface WorkerCommandOptions {
+  /** Serve this run only (its own queues, runTaskQueue): resumes a `seedflow run` that was interrupted. */
+  run?: string
   countersFile?: string
   heartbeatTimeout?: number
   episodesPerShard?: number
@@ -41,6 +44,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   if (!(name in WORKER_ROLES))
     throw new Error(`unknown worker role ${JSON.stringify(name)}: one of ${Object.keys(WORKER_ROLES).join(', ')}`)
   const queues = WORKER_ROLES[name as WorkerRole]
+  if (options.run !== undefined) assertValidRunId(options.run)
   const faults = armedFaults() // a bad SEEDFLOW_FAULT fails here, before any work
   const provider = options.executionProvider ?? 'cpu'
   if (provider !== 'cpu') await probeExecutionProvider(provider)
@@ -68,6 +72,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
     store,
     phaseHooks: phaseFaultHooks,
     queues,
+    ...(options.run !== undefined ? { runId: options.run } : {}),
     ...(counters ? { counters } : {}),
     ...(provider === 'cpu' ? {} : { executionProviders: [provider, 'cpu'] as const }),
     ...(metrics ? { activityInterceptors: [metrics.activityInterceptor] } : {}),
@@ -75,8 +80,9 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
     ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
     ...(options.modelActivities ? { modelActivitySlots: options.modelActivities } : {}),
   })
+  const serves = options.run === undefined ? 'the shared queues' : `run ${options.run} only`
   say(
-    `${name} worker (pid ${process.pid}) polling task queue${queues.length > 1 ? 's' : ''} ${queues.map((q) => TASK_QUEUES[q]).join(', ')} (artifacts in ${store.location}); Ctrl-C stops it`,
+    `${name} worker (pid ${process.pid}) polling task queue${queues.length > 1 ? 's' : ''} ${local.taskQueues.join(', ')} (${serves}; artifacts in ${store.location}); Ctrl-C stops it`,
   )
   if (provider !== 'cpu') say(`models run on CUDA device ${provider.deviceId ?? 0}`)
   if (served && port !== undefined)

@@ -13,6 +13,12 @@ import { formatShape } from './shape.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
 
+// onnxruntime-node 1.30's Linux build carries ORT's 1DS telemetry (the Microsoft Applications Telemetry SDK):
+// at the first session it starts an uploader and opens an empty /tmp/mat-debug-<pid>.log that stays behind.
+// ORT reads its opt-out when it first initializes, so it is set here, before any session, in the process
+// environment that worker threads and child processes inherit. An operator's own value wins.
+process.env.ORT_DISABLE_TELEMETRY ??= '1'
+
 export type ExecutionProvider = 'cpu' | { name: 'cuda'; deviceId?: number }
 
 export interface RuntimeConfig {

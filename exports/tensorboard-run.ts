@@ -4,6 +4,7 @@
 // and the reference log against (their global step): iteration k's metrics at k + 1, its checkpoint's evaluation
 // at k + 1, the start evaluations at 0. Wall times: the iteration manifest's time (the evaluation of an
 // iteration's checkpoint runs right after it); the start evaluations carry the run's creation time.
+import { DamagedRunError } from '../report/damage.ts'
 import { readRunData } from '../report/run-data.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { type ScalarPoint, writeEventFile } from './tensorboard/writer.ts'
@@ -16,6 +17,7 @@ export async function runScalars(
   runId: string,
 ): Promise<{ points: ScalarPoint[]; start: number }> {
   const run = await readRunData(store, runId)
+  if (run.damaged.length > 0) throw new DamagedRunError(runId, run.damaged) // an export leaves nothing out
   const start = seconds(run.record.createdAt)
   const points: ScalarPoint[] = []
   const wallOf = new Map<number, number>()

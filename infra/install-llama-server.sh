@@ -15,10 +15,24 @@ venv="$cache/llama-cpp-python-$version"
 stamp="$venv/.seedflow-version"
 python="$venv/bin/python"
 
-if [ -x "$python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "llama-cpp-python[server]==$version" ]; then
+present() { [ -x "$python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "llama-cpp-python[server]==$version" ]; }
+if present; then
   echo "seedflow: llama-cpp-python $version present ($venv)" >&2
   echo "$python"
   exit 0
+fi
+
+# One build at a time (two test runs, or CI's install step and a test run, on one machine): each build starts by
+# removing the venv, so a second one would pull it from under the first. The second waits, then finds it built.
+mkdir -p "$cache"
+exec 9>"$venv.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock 9
+  if present; then
+    echo "seedflow: llama-cpp-python $version present ($venv, built by another run meanwhile)" >&2
+    echo "$python"
+    exit 0
+  fi
 fi
 
 base="${PYTHON:-python3}"

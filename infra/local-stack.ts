@@ -20,6 +20,19 @@ export function localPaths(env: NodeJS.ProcessEnv = process.env): LocalStackPath
 }
 
 export const LOCAL_PORTS = { temporal: 7233, ui: 8233, metrics: 9233 } as const
+/** The HTTP API's port is the frontend's plus this, unless SEEDFLOW_TEMPORAL_HTTP_PORT says otherwise. */
+export const HTTP_PORT_OFFSET = 10
+
+/** The local dev server's ports from SEEDFLOW_TEMPORAL_*: frontend, HTTP API, Web UI, metrics. */
+export function localTemporalPorts(env: NodeJS.ProcessEnv = process.env) {
+  const port = portFromEnv(env, 'SEEDFLOW_TEMPORAL_PORT', LOCAL_PORTS.temporal)
+  return {
+    port,
+    httpPort: portFromEnv(env, 'SEEDFLOW_TEMPORAL_HTTP_PORT', Math.min(port + HTTP_PORT_OFFSET, 65535)),
+    uiPort: portFromEnv(env, 'SEEDFLOW_TEMPORAL_UI_PORT', LOCAL_PORTS.ui),
+    metricsPort: portFromEnv(env, 'SEEDFLOW_TEMPORAL_METRICS_PORT', LOCAL_PORTS.metrics),
+  }
+}
 
 function portFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name]
@@ -50,7 +63,7 @@ async function assertPortFree(port: number, what: string, envName: string): Prom
 export async function upTemporal(env: NodeJS.ProcessEnv = process.env): Promise<TemporalServer & { reused: boolean }> {
   const { stateDir } = localPaths(env)
   await reapStale(stateDir)
-  const port = portFromEnv(env, 'SEEDFLOW_TEMPORAL_PORT', LOCAL_PORTS.temporal)
+  const { port, httpPort, uiPort, metricsPort } = localTemporalPorts(env)
   const running = await findRunningTemporal(stateDir)
   if (running) {
     // one server per state folder (its SQLite file): a port asked for that is not the running one's is refused,
@@ -64,9 +77,8 @@ export async function upTemporal(env: NodeJS.ProcessEnv = process.env): Promise<
       )
     return { ...running, reused: true }
   }
-  const uiPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_UI_PORT', LOCAL_PORTS.ui)
-  const metricsPort = portFromEnv(env, 'SEEDFLOW_TEMPORAL_METRICS_PORT', LOCAL_PORTS.metrics)
   await assertPortFree(port, 'Temporal frontend', 'SEEDFLOW_TEMPORAL_PORT')
+  await assertPortFree(httpPort, 'Temporal HTTP API', 'SEEDFLOW_TEMPORAL_HTTP_PORT')
   await assertPortFree(uiPort, 'Temporal Web UI', 'SEEDFLOW_TEMPORAL_UI_PORT')
   await assertPortFree(metricsPort, 'Temporal metrics', 'SEEDFLOW_TEMPORAL_METRICS_PORT')
   const tools = ensureTools(env)
@@ -75,6 +87,7 @@ export async function upTemporal(env: NodeJS.ProcessEnv = process.env): Promise<
     stateDir,
     dbFile: join(stateDir, 'temporal.db'),
     port,
+    httpPort,
     uiPort,
     metricsPort,
     detached: true,

@@ -29,6 +29,8 @@ export interface TemporalServerOptions {
   /** Web UI port, or `false` for headless. */
   uiPort?: number | false
   metricsPort?: number
+  /** The HTTP API's port; a free one when omitted (the `temporal` CLI would pick any, unasked). */
+  httpPort?: number
   detached: boolean
   readyTimeoutMs?: number
 }
@@ -38,6 +40,8 @@ export interface TemporalEndpoints {
   namespace: string
   uiUrl?: string
   metricsUrl: string
+  /** The HTTP API (absent in the PID files of servers started before it was recorded). */
+  httpUrl?: string
 }
 
 export interface TemporalServer extends TemporalEndpoints {
@@ -51,18 +55,14 @@ export const TEMPORAL_NAME = 'temporal'
 export async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
   const port = options.port ?? (await freePort())
   const metricsPort = options.metricsPort ?? (await freePort())
-  const httpPort = await freePort()
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort)]
-  args.push('--metrics-port', String(metricsPort), '--log-level', 'warn')
-  if (options.uiPort === false) args.push('--headless')
-  else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(options.uiPort ?? port + 1000))
-  if (options.dbFile) args.push('--db-filename', options.dbFile)
-  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`)
+  const httpPort = options.httpPort ?? (await freePort())
+  const args = devServerArgs({ ...options, port, metricsPort, httpPort })
 
   const address = `127.0.0.1:${port}`
   const uiUrl = options.uiPort === false ? undefined : `http://127.0.0.1:${options.uiPort ?? port + 1000}`
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`
-  const info: TemporalEndpoints = { address, namespace: 'default', metricsUrl, ...(uiUrl ? { uiUrl } : {}) }
+  const httpUrl = `http://127.0.0.1:${httpPort}`
+  const info: TemporalEndpoints = { address, namespace: 'default', metricsUrl, httpUrl, ...(uiUrl ? { uiUrl } : {}) }
   const proc = await startProcess({
     name: TEMPORAL_NAME,
     command: options.binary,
@@ -83,6 +83,20 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     throw error
   }
   return { ...info, pid: proc.record.pid, logFile: proc.logFile, stop: proc.stop }
+}
+
+/** The `temporal server start-dev` arguments: every port given (none left for it to pick), all on 127.0.0.1. */
+export function devServerArgs(
+  options: Pick<TemporalServerOptions, 'dbFile' | 'uiPort'> & { port: number; metricsPort: number; httpPort: number },
+): string[] {
+  const { port, metricsPort, httpPort } = options
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort)]
+  args.push('--metrics-port', String(metricsPort), '--log-level', 'warn')
+  if (options.uiPort === false) args.push('--headless')
+  else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(options.uiPort ?? port + 1000))
+  if (options.dbFile) args.push('--db-filename', options.dbFile)
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`)
+  return args
 }
 
 /** True once the frontend answers and the default namespace exists. */

@@ -65,6 +65,8 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 figure { margin: 0; }
 figure svg { max-width: 100%; height: auto; }
 figure.empty { color: var(--muted); }
+.notice-bad { border: 1px solid #b42318; background: #fef3f2; padding: 8px 12px; border-radius: 4px; margin: 10px 0; }
+.notice-bad ul { margin: 6px 0 0; padding-left: 20px; }
 .status-ok { color: #1a7f37; } .status-bad { color: #b42318; } .status-live { color: #9a6700; }
 details > summary { cursor: pointer; }
 pre { white-space: pre-wrap; word-break: break-word; background: var(--panel); padding: 8px; border-radius: 4px; margin: 4px 0; max-height: 420px; overflow: auto; }

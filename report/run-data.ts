@@ -1,10 +1,11 @@
 // What the run report shows of one run, read from the store alone (no Temporal): the run record and plan, every
 // complete iteration's metrics, every evaluation (a fork's start evaluations from the run it forked), the
-// hyperparameter changes and where the time went. Works for a finished, running or failed run: what is not
-// written yet is simply absent, and the latest attempt of each artifact is the one read.
+// hyperparameter changes, Stage 1's annotation counts and where the time went. Works for a finished, running or
+// failed run: what is not written yet is simply absent, what cannot be read is named, and the latest attempt of
+// each artifact is the one read.
 import { UnknownRunError } from '../activities/audit.ts'
 import type { RunPlan } from '../activities/contracts.ts'
-import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../activities/hyperparameters.ts'
+import type { RecordedHyperparameterChange } from '../activities/hyperparameters.ts'
 import { METRIC_PHASES } from '../activities/iteration-metrics.ts'
 import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
 import type { RunRecord } from '../activities/record-run.ts'
@@ -12,6 +13,8 @@ import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
+import { type AnnotatingManifest, type AnnotationData, annotationOf } from './annotation-data.ts'
+import { type DamagedArtifact, DamageLog } from './damage.ts'
 import { listRun, type RunListing } from './run-listing.ts'
 
 export interface IterationData {
@@ -58,21 +61,35 @@ export interface RunData {
   lastWrite: string
   /** Complete iterations of the planned ones, and whether the last evaluation the plan asks for is there. */
   progress: { complete: number; planned: number | null; finished: boolean }
+  /** Stage 1's annotation counts, where the run annotated (null: no annotating phase has finished). */
+  annotation: AnnotationData | null
+  /** Artifacts that could not be read (what they hold is missing from the rest), in the order met. */
+  damaged: DamagedArtifact[]
 }
 
 const STAGE_PHASES = ['warmstart', 'import', 'annotate', 'sft', 'fork'] as const
+/** The run-level phases whose manifest records Stage 1's annotation counts. */
+const ANNOTATING = new Set<string>(['annotate', 'sft'])
+
+/** What the report shows of a run whose run.json cannot be read: its id, and blanks the page shows as such. */
+function unreadableRecord(runId: string): RunRecord {
+  return { runId, config: {}, configSha256: '', seedflowVersion: '?', createdAt: '' }
+}
 
 /**
- * Reads everything the report shows of `runId`; UnknownRunError when the store has no such run. `listing`: the
- * run's keys when the caller listed them already (it reads more of the run).
+ * Reads everything the report shows of `runId`; UnknownRunError when the store has no such run. An artifact that
+ * cannot be read (corrupt, half-written, vanished) is left out and named in `damaged`, the rest is read as usual.
+ * `listing`: the run's keys when the caller listed them already (it reads more of the run).
  */
 export async function readRunData(store: ArtifactStore, runId: string, listing?: RunListing): Promise<RunData> {
   listing ??= await listRun(store, runId)
   if (!listing.has(keys.runRecord(runId))) {
     throw new UnknownRunError(`unknown run ${runId}: no ${keys.runRecord(runId)} in ${store.location}`)
   }
-  const record = (await getJson(store, keys.runRecord(runId))) as RunRecord
-  const plan = listing.has(keys.runPlan(runId)) ? ((await getJson(store, keys.runPlan(runId))) as RunPlan) : null
+  const damage = new DamageLog()
+  const json = <T>(key: string) => damage.read(key, async () => (await getJson(store, key)) as T)
+  const record = (await json<RunRecord>(keys.runRecord(runId))) ?? unreadableRecord(runId)
+  const plan = listing.has(keys.runPlan(runId)) ? ((await json<RunPlan>(keys.runPlan(runId))) ?? null) : null
   let lastWrite = record.createdAt
   const seen = (at: string | undefined) => {
     if (at && at > lastWrite) lastWrite = at
@@ -83,8 +100,9 @@ export async function readRunData(store: ArtifactStore, runId: string, listing?:
     const manifestKey = listing.latest((a) => keys.iterationManifest(runId, k, a))
     const metricsKey = listing.latest((a) => keys.metrics(runId, k, a))
     if (!manifestKey || !metricsKey) continue // running, or failed inside the iteration
-    const manifest = (await getJson(store, manifestKey)) as Manifest
-    const metrics = (await getJson(store, metricsKey)) as IterationMetricsRecord
+    const manifest = await json<Manifest>(manifestKey)
+    const metrics = await json<IterationMetricsRecord>(metricsKey)
+    if (!manifest || !metrics) continue // damaged: named in `damaged`
     seen(manifest.createdAt)
     iterations.push({
       iteration: k,
@@ -96,24 +114,34 @@ export async function readRunData(store: ArtifactStore, runId: string, listing?:
     })
   }
 
-  const evaluations = await readEvaluations(store, listing)
+  const evaluations = await readEvaluations(store, listing, damage)
   if (plan?.fork) {
     const parent = await listRun(store, plan.fork.runId)
-    const start = (await readEvaluations(store, parent)).filter(
+    const start = (await readEvaluations(store, parent, damage)).filter(
       (e) => e.kind === 'base' || (plan.fork?.at === 'stage1' && e.kind === 'stage1'),
     )
     evaluations.unshift(...start.map((e) => ({ ...e, from: plan.fork?.runId as string })))
   }
 
   const stageSeconds: Record<string, number> = {}
+  let annotation: AnnotationData | null = null
   for (const phase of STAGE_PHASES) {
     for (const key of listing.stageManifests(phase)) {
-      const m = (await getJson(store, key)) as { stats?: Record<string, number>; createdAt?: string }
+      const m = await json<AnnotatingManifest & { stats?: Record<string, number>; createdAt?: string }>(key)
+      if (!m) continue
       seen(m.createdAt)
       const seconds = m.stats?.seconds
       if (typeof seconds === 'number') stageSeconds[phase] = (stageSeconds[phase] ?? 0) + seconds
+      if (ANNOTATING.has(phase)) annotation = (await annotationOf(store, phase, m, damage)) ?? annotation
     }
   }
+
+  const hyperparameters: RecordedHyperparameterChange[] = []
+  for (const key of listing.under(keys.hyperparametersPrefix(runId))) {
+    const change = await json<RecordedHyperparameterChange>(key)
+    if (change) hyperparameters.push(change)
+  }
+  hyperparameters.sort((a, b) => a.seq - b.seq)
 
   const planned = plan?.iterations ?? null
   const lastIteration = planned === null ? undefined : planned - 1
@@ -127,10 +155,12 @@ export async function readRunData(store: ArtifactStore, runId: string, listing?:
     plan,
     iterations,
     evaluations,
-    hyperparameters: await readHyperparameterChanges(store, runId),
+    hyperparameters,
     stageSeconds,
+    annotation,
     lastWrite,
     progress: { complete: iterations.length, planned, finished },
+    damaged: damage.items,
   }
 }
 
@@ -164,10 +194,15 @@ interface StoredEvaluation {
 }
 
 /** The latest attempt of every evaluation of the run, start evaluations first, then by iteration. */
-async function readEvaluations(store: ArtifactStore, listing: RunListing): Promise<EvaluationData[]> {
+async function readEvaluations(
+  store: ArtifactStore,
+  listing: RunListing,
+  damage: DamageLog,
+): Promise<EvaluationData[]> {
   const out: EvaluationData[] = []
   for (const key of listing.evaluations()) {
-    const e = (await getJson(store, key)) as StoredEvaluation
+    const e = await damage.read(key, async () => (await getJson(store, key)) as StoredEvaluation)
+    if (!e) continue
     const kind = e.target?.kind ?? (e.iteration >= 0 ? 'iteration' : e.label.startsWith('stage1') ? 'stage1' : 'base')
     out.push({
       label: e.label,

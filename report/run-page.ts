@@ -2,7 +2,10 @@
 // its state, where the time went, hyperparameter changes), the curves, the per-family table and the links to each
 // iteration's skill inspection page. Built from RunData alone; the caller says how links are made (files on disk
 // for `seedflow report`, routes for `seedflow ui`) and what Temporal knows of each run's state, when it was asked.
+// Above the header, a notice per run naming the artifacts that could not be read; below it, Stage 1's annotation.
+import type { AnnotationData } from './annotation-data.ts'
 import { type Figure, runFigures } from './charts.ts'
+import { damageNotice } from './damage.ts'
 import { html, type Markup, page, trusted } from './html.ts'
 import { type EvaluationData, phaseTimes, type RunData } from './run-data.ts'
 
@@ -155,6 +158,37 @@ function skillLinks(runs: readonly RunData[], links: ReportLinks): Markup {
   })}`
 }
 
+/** Stage 1's annotation per run that annotated: a warning where the annotator left trajectories without a skill. */
+function annotationLines(runs: readonly RunData[]): Markup {
+  return html`${runs.map((run) => {
+    const a = run.annotation
+    if (!a) return ''
+    const head = `Stage 1 (${a.phase}): annotated ${a.annotated} of ${a.trajectories} trajectories`
+    if (a.failed === 0)
+      return html`<p class="annotation" data-run="${run.runId}"><strong>${run.runId}</strong>: <span class="status-ok">${head}</span></p>`
+    return html`<p class="annotation notice-bad" data-run="${run.runId}"><strong>${run.runId}</strong>: <span class="status-bad">${head} (${a.failed} failed: ${failureText(a)})</span></p>`
+  })}`
+}
+
+const REASON_CHARS = 200
+
+/** Why annotations failed: the annotations file's failure codes, else the manifest's counts. */
+function failureText(a: AnnotationData): string {
+  if (a.failures.length > 0) {
+    return a.failures
+      .map((f) => {
+        const reason = f.example.length > REASON_CHARS ? `${f.example.slice(0, REASON_CHARS)}…` : f.example
+        return `${f.count} ${f.code === 'request-failed' ? 'without an answer from the annotator' : `unparsed (${f.code})`}${reason ? `, e.g. “${reason}”` : ''}`
+      })
+      .join('; ')
+  }
+  const parts = [
+    a.requestFailures ? `${a.requestFailures} without an answer from the annotator` : '',
+    a.unparsed ? `${a.unparsed} unparsed` : '',
+  ].filter(Boolean)
+  return parts.length > 0 ? `${parts.join(', ')}; no reasons recorded` : 'no reasons recorded'
+}
+
 export async function runPage(runs: readonly RunData[], options: RunPageOptions): Promise<string> {
   const { curves, wallTime } = await runFigures(runs)
   const title =
@@ -162,7 +196,9 @@ export async function runPage(runs: readonly RunData[], options: RunPageOptions)
   const body = html`<header class="top"><h1>${title}</h1>
 <nav><a href="#curves">curves</a><a href="#evaluations">evaluations</a><a href="#families">families</a><a href="#skills">skill inspection</a></nav></header>
 <main>
+${runs.map((run) => damageNotice(run.runId, run.damaged))}
 ${header(runs, options)}
+${annotationLines(runs)}
 ${figureBlock(wallTime, 'h2')}
 <h2>Hyperparameter changes</h2>${hyperparameterSection(runs)}
 <h2 id="curves">Curves</h2><div class="grid">${curves.map((f) => figureBlock(f))}</div>

@@ -19,6 +19,7 @@ import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { type CheckpointFile, keys } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
+import { type DamagedArtifact, DamageLog } from './damage.ts'
 import { listRun, type RunListing } from './run-listing.ts'
 
 export class NotInspectableError extends Error {
@@ -61,18 +62,30 @@ export interface TrajectoryView {
 export interface IterationSkills {
   runId: string
   iteration: number
-  beta: number
+  /** The iteration's opdBeta; null when its configuration could not be read (no gates then). */
+  beta: number | null
   trajectories: TrajectoryView[]
   /** Trajectories in the iteration (the page shows `trajectories`, a sample of them when there are more). */
   total: number
   /** Set when no tokenizer was found: tokens show as ids. */
   tokenizerNote?: string
+  /** Artifacts of the iteration that could not be read: their trajectories, skills or token colours are missing. */
+  damaged: DamagedArtifact[]
 }
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x))
 
-/** The first stored tokenizer among the checkpoints that share it: the acting one, the run's Stage 1 and base, a fork's parent's base. */
-async function tokenizerFor(store: ArtifactStore, runId: string, snapshot: Snapshot | null, plan: RunPlan | null) {
+/**
+ * The first stored tokenizer among the checkpoints that share it: the acting one, the run's Stage 1 and base, a
+ * fork's parent's base. A damaged one is noted and the next one tried.
+ */
+async function tokenizerFor(
+  store: ArtifactStore,
+  runId: string,
+  snapshot: Snapshot | null,
+  plan: RunPlan | null,
+  damage: DamageLog,
+) {
   const folders: Array<(file: CheckpointFile) => string> = [
     ...(snapshot ? [(file: CheckpointFile) => `${snapshot.acting.prefix}${file}`] : []),
     (file) => keys.sftCheckpoint(runId, file),
@@ -81,11 +94,12 @@ async function tokenizerFor(store: ArtifactStore, runId: string, snapshot: Snaps
   ]
   for (const key of folders) {
     if (!(await store.head(key('tokenizer.json')))) continue
-    const json = (await getJson(store, key('tokenizer.json'))) as object
+    const json = await damage.read(key('tokenizer.json'), () => getJson(store, key('tokenizer.json')))
     const config = (await store.head(key('tokenizer_config.json')))
-      ? ((await getJson(store, key('tokenizer_config.json'))) as object)
+      ? await damage.read(key('tokenizer_config.json'), () => getJson(store, key('tokenizer_config.json')))
       : {}
-    return new TextTokenizer(json, config)
+    if (json === undefined || config === undefined) continue
+    return new TextTokenizer(json as object, config as object)
   }
   return null
 }
@@ -110,7 +124,14 @@ function sample<T>(items: readonly T[], limit: number): T[] {
 async function iterationFiles(store: ArtifactStore, runId: string, iteration: number, listing: RunListing) {
   const manifestKey = listing.latest((a) => keys.iterationManifest(runId, iteration, a))
   if (!manifestKey) throw new NotInspectableError(`run ${runId} has no complete iteration ${iteration}`)
-  const manifest = (await getJson(store, manifestKey)) as Manifest
+  const read = new DamageLog()
+  const manifest = await read.read(manifestKey, async () => (await getJson(store, manifestKey)) as Manifest)
+  if (!manifest) {
+    const [damaged] = read.items
+    throw new NotInspectableError(
+      `iteration ${iteration} of ${runId}: its manifest cannot be read (${damaged?.reason})`,
+    )
+  }
   const listed = Object.keys(manifest.artifacts).sort()
   const files = (folder: string, ext: string) => listed.filter((k) => k.split('/').at(-2) === folder && k.endsWith(ext))
   return { listed, files }
@@ -127,9 +148,16 @@ export async function readSkillRecords(
   return skillRecordsIn(store, files('skills', '.jsonl'))
 }
 
-async function skillRecordsIn(store: ArtifactStore, skillFiles: readonly string[]): Promise<SkillRecord[]> {
+async function skillRecordsIn(
+  store: ArtifactStore,
+  skillFiles: readonly string[],
+  damage?: DamageLog,
+): Promise<SkillRecord[]> {
   const out: SkillRecord[] = []
-  for (const key of skillFiles) out.push(...parseSkillLines((await store.get(key)).toString('utf8'), key))
+  for (const key of skillFiles) {
+    const read = async () => parseSkillLines((await store.get(key)).toString('utf8'), key)
+    out.push(...((damage ? await damage.read(key, read) : await read()) ?? []))
+  }
   return out.sort((a, b) => a.trajectory - b.trajectory)
 }
 
@@ -144,25 +172,34 @@ export async function readIterationSkills(
   const missing = [...files('rollouts', '.jsonl.gz'), ...files('rescore', '.bin')].find((k) => !listing.has(k))
   if (missing) throw new NotInspectableError(`iteration ${iteration} of ${runId}: ${missing} was pruned by retention`)
 
+  // a damaged file costs what it holds (a shard's trajectories, skills or token colours), not the page
+  const damage = new DamageLog()
   const trajectories: RolloutTrajectory[] = []
-  for (const key of files('rollouts', '.jsonl.gz'))
-    trajectories.push(...(decodeJsonlGz(await store.get(key), key) as RolloutTrajectory[]))
+  for (const key of files('rollouts', '.jsonl.gz')) {
+    const read = async () => decodeJsonlGz(await store.get(key), key) as RolloutTrajectory[]
+    trajectories.push(...((await damage.read(key, read)) ?? []))
+  }
   const skills = new Map<number, SkillRecord>()
-  for (const s of await skillRecordsIn(store, files('skills', '.jsonl'))) skills.set(s.trajectory, s)
+  for (const s of await skillRecordsIn(store, files('skills', '.jsonl'), damage)) skills.set(s.trajectory, s)
   const scored = new Map<string, ScoredSample>()
   for (const key of files('rescore', '.bin')) {
-    for (const s of decodeRescore(await store.get(key), key)) scored.set(`${s.trajectory}/${s.step}`, s)
+    const samples = await damage.read(key, async () => decodeRescore(await store.get(key), key))
+    for (const s of samples ?? []) scored.set(`${s.trajectory}/${s.step}`, s)
   }
 
   // β of the configuration the iteration ran under (the effective one after hyperparameter changes)
   const metricsKey = listing.latest((a) => keys.metrics(runId, iteration, a))
   if (!metricsKey) throw new NotInspectableError(`iteration ${iteration} of ${runId} has no metrics.json`)
-  const { configSha256 } = (await getJson(store, metricsKey)) as IterationMetricsRecord
-  const beta = runConfig((await runConfigOf(store, { runId, configSha256 })).config).stage2.opdBeta
+  const json = <T>(key: string) => damage.read(key, async () => (await getJson(store, key)) as T)
+  const metrics = await json<IterationMetricsRecord>(metricsKey)
+  const config = metrics
+    ? await damage.read(keys.runRecord(runId), () => runConfigOf(store, { runId, configSha256: metrics.configSha256 }))
+    : undefined
+  const beta = config ? runConfig(config.config).stage2.opdBeta : null
   const snapshotKey = listed.find((k) => /\/snapshot(\.attempt-\d+)?\.json$/.test(k))
-  const snapshot = snapshotKey ? ((await getJson(store, snapshotKey)) as Snapshot) : null
-  const plan = listing.has(keys.runPlan(runId)) ? ((await getJson(store, keys.runPlan(runId))) as RunPlan) : null
-  const tokenizer = await tokenizerFor(store, runId, snapshot, plan)
+  const snapshot = snapshotKey ? ((await json<Snapshot>(snapshotKey)) ?? null) : null
+  const plan = listing.has(keys.runPlan(runId)) ? ((await json<RunPlan>(keys.runPlan(runId))) ?? null) : null
+  const tokenizer = await tokenizerFor(store, runId, snapshot, plan, damage)
 
   trajectories.sort((a, b) => a.id - b.id)
   const views = sample(trajectories, options.limit).map((t): TrajectoryView => {
@@ -174,7 +211,8 @@ export async function readIterationSkills(
       const tokens = ids.map((id, j): TokenView => {
         const shift = s?.teacher ? (s.teacher[j] as number) - (s.old[j] as number) : null
         if (shift !== null) maxShift = Math.max(maxShift, Math.abs(shift))
-        return { id, text: text[j] ?? '', shift, gate: shift === null ? null : sigmoid(beta * shift) }
+        const gate = shift === null || beta === null ? null : sigmoid(beta * shift)
+        return { id, text: text[j] ?? '', shift, gate }
       })
       return {
         step: i,
@@ -204,6 +242,7 @@ export async function readIterationSkills(
     beta,
     trajectories: views,
     total: trajectories.length,
-    ...(tokenizer ? {} : { tokenizerNote: 'no tokenizer.json is stored for this run: tokens show as ids' }),
+    ...(tokenizer ? {} : { tokenizerNote: 'no readable tokenizer.json is stored for this run: tokens show as ids' }),
+    damaged: damage.items,
   }
 }

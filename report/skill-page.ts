@@ -3,6 +3,7 @@
 // (teacher − student log-prob: green where the skill made the token likelier, red where less likely) with the gate
 // as the underline. Filters (outcome, parse failures) and a sort by largest shift run in a small inline script;
 // every text the model or environment wrote goes through the escaping template.
+import { damageNotice } from './damage.ts'
 import { html, type Markup, page } from './html.ts'
 import type { IterationSkills, StepView, TokenView, TrajectoryView } from './skill-data.ts'
 
@@ -147,12 +148,13 @@ export function skillPage(data: IterationSkills, links: { report: string }): str
       : html`All ${data.total} trajectories.`
   const body = html`<header class="top"><h1>${title}</h1><nav><a href="${links.report}">← run report</a></nav></header>
 <main>
+${damageNotice(data.runId, data.damaged)}
 <p class="note">${sampled} ${data.tokenizerNote ?? ''}</p>
 ${summaryTable(data)}
 <p class="note legend">Response tokens are coloured by the skill-induced shift, teacher − student log-prob (the teacher reads the
 skill, the student does not; student = π_old): <span style="background:rgba(26,127,55,0.6)">likelier with the skill</span>
 <span style="background:rgba(180,35,24,0.6)">less likely</span> <span class="tok none">no teacher signal</span>; the blue underline's
-strength is the OPD gate σ(β·shift), β = ${data.beta}. Hover a token for its values.</p>
+strength is the OPD gate σ(β·shift), β = ${data.beta ?? 'unknown (the configuration could not be read): no gates'}. Hover a token for its values.</p>
 <div class="controls">
 <label>outcome <select id="outcome"><option value="all">all</option><option value="success">successes</option><option value="failure">failures</option></select></label>
 <label><input type="checkbox" id="parse-failures"> parse failures only</label>

@@ -1,7 +1,9 @@
 // `seedflow ui`'s web server: the report pages of every run in the store, made on request from the stored
 // artifacts, so a running run's page shows what it wrote last (and reloads itself while the run is not
 // finished). Routes: `/` lists the runs, `/runs/<id>/` is a run's report, `/runs/<id>/iterations/<k>` an
-// iteration's skill page, `/compare?run=a&run=b` several runs side by side. Listens on 127.0.0.1 by default.
+// iteration's skill page, `/compare?run=a&run=b` several runs side by side (each once, at most MAX_COMPARED_RUNS).
+// Listens on 127.0.0.1 by default. A request it cannot route (a target that is no URL, a malformed
+// percent-escape, too many runs) is answered 400, and no request can take the server down.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { UnknownRunError } from '../activities/audit.ts'
@@ -9,6 +11,7 @@ import type { RunRecord } from '../activities/record-run.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { InvalidRunIdError, keys, RUN_ID_PATTERN } from '../store/keys.ts'
+import { DamageLog } from './damage.ts'
 import { html, page } from './html.ts'
 import { readRunData } from './run-data.ts'
 import { runPage } from './run-page.ts'
@@ -31,7 +34,47 @@ export interface UiOptions {
 
 const CLOSED = new Set(['COMPLETED', 'FAILED', 'TERMINATED', 'CANCELED', 'TIMED_OUT', 'CONTINUED_AS_NEW'])
 
-class NotFound extends Error {}
+/** More runs side by side than the page has colours for (vega's category scale has ten). */
+export const MAX_COMPARED_RUNS = 10
+
+class NotFound extends Error {
+  override name = 'NotFound'
+}
+
+/** A request this server cannot even route: answered 400. */
+class BadRequest extends Error {
+  override name = 'BadRequest'
+}
+
+/**
+ * The request target as a URL: origin-form (`/runs/x/?a=b`, `//` included: a path of empty segments) or
+ * absolute-form (`http://host/path`); anything else, or an absolute URL that does not parse, is a BadRequest.
+ */
+export function requestUrl(target: string | undefined): URL {
+  const raw = target ?? '/'
+  try {
+    if (raw.startsWith('/')) return new URL(`http://localhost${raw}`)
+    const url = new URL(raw)
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url
+  } catch {
+    // not a URL at all: the BadRequest below
+  }
+  throw new BadRequest(`not a request target this server reads: ${JSON.stringify(raw.slice(0, 200))}`)
+}
+
+/** The path's segments, percent-decoded; BadRequest for a malformed escape (`%zz`, half a UTF-8 sequence). */
+function segments(pathname: string): string[] {
+  return pathname
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment)
+      } catch {
+        throw new BadRequest(`malformed percent-escape in the path segment ${JSON.stringify(segment.slice(0, 200))}`)
+      }
+    })
+}
 
 /** Run ids in the store: every `runs/<id>/run.json`. */
 async function runIds(store: ArtifactStore): Promise<string[]> {
@@ -47,9 +90,16 @@ async function indexPage(options: UiOptions): Promise<string> {
   const ids = await runIds(options.store)
   const rows = []
   for (const id of ids) {
-    const r = (await getJson(options.store, keys.runRecord(id))) as RunRecord
+    const damage = new DamageLog()
+    const r = await damage.read(
+      keys.runRecord(id),
+      async () => (await getJson(options.store, keys.runRecord(id))) as RunRecord,
+    )
+    const cells = r
+      ? html`<td>${String(r.config.algorithm ?? '')}</td><td>${String(r.config.env ?? '')}</td><td>${r.createdAt}</td>`
+      : html`<td colspan="3" class="status-bad">run.json cannot be read: ${damage.items[0]?.reason}</td>`
     rows.push(html`<tr><td><input type="checkbox" name="run" value="${id}"></td><td><a href="/runs/${encodeURIComponent(id)}/">${id}</a></td>
-<td>${String(r.config.algorithm ?? '')}</td><td>${String(r.config.env ?? '')}</td><td>${r.createdAt}</td></tr>`)
+${cells}</tr>`)
   }
   const body = html`<header class="top"><h1>seedflow runs</h1><div class="muted">${options.store.location}</div></header>
 <main><form action="/compare" method="get">
@@ -79,15 +129,17 @@ async function reportPage(options: UiOptions, ids: string[]): Promise<string> {
 }
 
 async function route(options: UiOptions, url: URL): Promise<string> {
-  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent)
+  const parts = segments(url.pathname)
   const runId = (id: string | undefined) => {
     if (!id || !RUN_ID_PATTERN.test(id)) throw new NotFound(`not a run id: ${id ?? '(none)'}`)
     return id
   }
   if (parts.length === 0) return indexPage(options)
   if (parts[0] === 'compare' && parts.length === 1) {
-    const ids = url.searchParams.getAll('run').map(runId)
+    const ids = [...new Set(url.searchParams.getAll('run'))].map(runId)
     if (ids.length === 0) throw new NotFound('check at least one run to compare')
+    if (ids.length > MAX_COMPARED_RUNS)
+      throw new BadRequest(`compare at most ${MAX_COMPARED_RUNS} runs side by side, not ${ids.length}`)
     return reportPage(options, ids)
   }
   if (parts[0] === 'runs' && parts.length === 2) return reportPage(options, [runId(parts[1])])
@@ -99,19 +151,30 @@ async function route(options: UiOptions, url: URL): Promise<string> {
   throw new NotFound(`no page at ${url.pathname}`)
 }
 
+const HEADINGS: Record<number, string> = { 400: 'Bad request', 404: 'Not found' }
+
 function errorPage(status: number, message: string): string {
   return page({
     title: `seedflow: ${status}`,
-    body: html`<header class="top"><h1>${status === 404 ? 'Not found' : 'Error'}</h1><nav><a href="/">all runs</a></nav></header>
+    body: html`<header class="top"><h1>${HEADINGS[status] ?? 'Error'}</h1><nav><a href="/">all runs</a></nav></header>
 <main><p>${message}</p></main>`,
   })
+}
+
+function statusOf(error: unknown): number {
+  if (error instanceof BadRequest) return 400
+  const notFound =
+    error instanceof NotFound ||
+    error instanceof UnknownRunError ||
+    error instanceof NotInspectableError ||
+    error instanceof InvalidRunIdError
+  return notFound ? 404 : 500
 }
 
 export async function startUiServer(
   options: UiOptions,
 ): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://localhost')
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end()
       return
@@ -119,21 +182,23 @@ export async function startUiServer(
     let status = 200
     let body: string
     try {
-      body = await route(options, url)
+      body = await route(options, requestUrl(req.url))
     } catch (error) {
-      const known =
-        error instanceof NotFound ||
-        error instanceof UnknownRunError ||
-        error instanceof NotInspectableError ||
-        error instanceof InvalidRunIdError
-      status = known ? 404 : 500
+      status = statusOf(error)
       body = errorPage(status, (error as Error).message)
-      if (!known) options.log?.(`GET ${url.pathname}: ${(error as Error).stack ?? error}`)
+      if (status === 500) options.log?.(`${req.method} ${req.url}: ${(error as Error).stack ?? error}`)
     }
     res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
     res.end(req.method === 'HEAD' ? undefined : body)
   }
-  const server = createServer((req, res) => void handle(req, res))
+  // whatever goes wrong with one request (a client that hung up mid-answer) ends that request, never the server
+  const server = createServer((req, res) =>
+    handle(req, res).catch((error: unknown) => {
+      options.log?.(`${req.method} ${req.url}: ${(error as Error).stack ?? error}`)
+      if (res.headersSent) res.destroy()
+      else res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('internal error\n')
+    }),
+  )
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port, options.host, () => resolve())

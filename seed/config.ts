@@ -238,6 +238,12 @@ const Stage1 = z.strictObject({
    * warm-start only), which keeps the policy able to read a skill in its prompt (the teacher's role).
    */
   actingData: z.enum(['rollouts', 'demonstrations']).default('rollouts'),
+  /**
+   * Below this share of annotated trajectories (the annotator's requests failed or its answers did not parse),
+   * Stage 1 (and `annotate`) stops and the run waits for an operator with the counts, instead of training on a
+   * library that is mostly empty. 0 accepts any.
+   */
+  minAnnotatedShare: probability().default(0.5),
 })
 
 const Analyzer = z.strictObject({

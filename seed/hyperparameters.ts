@@ -22,7 +22,13 @@ const Stage2Overrides = z
 
 type Stage2Fields = Omit<z.output<typeof Stage2Schema>, 'iterations' | 'tasksPerStep' | 'groupSize' | 'analyzer'>
 
-export const HyperparameterOverridesSchema = z.object({ stage2: Stage2Overrides }).partial().strict()
+/** Of Stage 1, only what decides whether its annotation suffices (a retry may accept fewer annotated trajectories). */
+const Stage1Overrides = z.strictObject({ minAnnotatedShare: z.number().min(0).max(1) }).partial()
+
+export const HyperparameterOverridesSchema = z
+  .object({ stage1: Stage1Overrides, stage2: Stage2Overrides })
+  .partial()
+  .strict()
 
 export type HyperparameterOverrides = z.infer<typeof HyperparameterOverridesSchema>
 
@@ -49,7 +55,8 @@ export type CheckedOverrides =
   | { ok: false; problems: string[] }
 
 const NOT_CHANGEABLE =
-  'cannot change during a run (stage2 settings can, except iterations, tasksPerStep, groupSize and analyzer)'
+  'cannot change during a run (stage2 settings can, except iterations, tasksPerStep, groupSize and analyzer; ' +
+  'of stage1, minAnnotatedShare)'
 
 /**
  * An override key the overrides schema does not know: `unknown field` (with a suggestion where one is close)

@@ -42,7 +42,8 @@ export interface Limits {
 
 /** How one endpoint turns a request into a prompt and formats what the generation hands back. */
 export interface Endpoint {
-  prompt: number[]
+  /** One prompt (chat), or each prompt of a completions request; each gets `params.n` choices. */
+  prompts: number[][]
   params: SamplingParams
   stream: boolean
   includeUsage: boolean
@@ -72,15 +73,15 @@ function usage(prompt: number, completion: number) {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
 }
 
-function tokenBytes(text: string): number[] {
-  return [...Buffer.from(text, 'utf8')]
-}
+/** OpenAI's and vLLM's default max_tokens on /v1/completions (chat's is all the room the context leaves). */
+export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 
 function chatLogprobs(model: ServedModel, entries: TokenLogprob[]) {
-  const entry = (token: number, logprob: number) => {
-    const text = model.tokenText(token)
-    return { token: text, logprob, bytes: tokenBytes(text) }
-  }
+  const entry = (token: number, logprob: number) => ({
+    token: model.tokenText(token),
+    logprob,
+    bytes: model.tokenBytes(token),
+  })
   return {
     content: entries.map((e) => ({
       ...entry(e.token, e.logprob),
@@ -126,7 +127,7 @@ export function chatEndpoint(model: ServedModel, body: unknown, limits: Limits):
   const prompt = model.encode(model.chatPrompt(messages))
   const params = samplingParams(
     { ...req, max_tokens: req.max_completion_tokens ?? req.max_tokens },
-    prompt.length,
+    { longest: prompt.length, count: 1, param: 'messages' },
     limits,
     req.logprobs ? (req.top_logprobs ?? 0) : undefined,
   )
@@ -136,7 +137,7 @@ export function chatEndpoint(model: ServedModel, body: unknown, limits: Limits):
   const head = { id, created, model: model.id }
   const logprobsOf = (d: ChoiceDelta) => (params.topLogprobs === undefined ? null : chatLogprobs(model, d.logprobs))
   return {
-    prompt,
+    prompts: [prompt],
     params,
     stream: req.stream === true,
     includeUsage: req.stream_options?.include_usage === true,
@@ -190,17 +191,21 @@ export function chatEndpoint(model: ServedModel, body: unknown, limits: Limits):
 export function completionEndpoint(model: ServedModel, body: unknown, limits: Limits): Endpoint {
   const req: CompletionRequest = parseBody(CompletionRequestSchema, body)
   checkModel(model, req.model)
-  let prompt: number[]
-  if (typeof req.prompt === 'string') {
-    prompt = model.encode(req.prompt)
-    if (prompt.length === 0) throw badRequest('prompt: the prompt is empty', 'prompt')
-  } else {
-    prompt = req.prompt
-    const bad = prompt.find((t) => t >= model.vocabSize)
-    if (bad !== undefined)
-      throw badRequest(`prompt: token id ${bad} is outside the vocabulary (0..${model.vocabSize - 1})`, 'prompt')
-  }
-  const params = samplingParams(req, prompt.length, limits, req.logprobs ?? undefined)
+  const prompts = completionPrompts(model, req.prompt)
+  const params = samplingParams(
+    req,
+    {
+      longest: Math.max(...prompts.map((p) => p.length)),
+      count: prompts.length,
+      param: 'prompt',
+      defaultMaxTokens: COMPLETIONS_DEFAULT_MAX_TOKENS,
+    },
+    limits,
+    req.logprobs ?? undefined,
+  )
+  const promptTokens = prompts.reduce((sum, p) => sum + p.length, 0)
+  // vLLM's token ids answer in the request's shape: one prompt's ids, or a list of each prompt's
+  const promptIds = isPromptList(req.prompt) ? prompts : prompts[0]
   const id = `cmpl-${randomUUID()}`
   const created = Math.floor(Date.now() / 1000)
   const ids = req.return_token_ids === true
@@ -210,7 +215,7 @@ export function completionEndpoint(model: ServedModel, body: unknown, limits: Li
   const logprobsOf = (d: ChoiceDelta, offset: number) =>
     params.topLogprobs === undefined ? null : completionLogprobs(model, d.logprobs, offset)
   return {
-    prompt,
+    prompts,
     params,
     stream: req.stream === true,
     includeUsage: req.stream_options?.include_usage === true,
@@ -222,7 +227,7 @@ export function completionEndpoint(model: ServedModel, body: unknown, limits: Li
       first = false
       return {
         ...head,
-        ...(withPrompt ? { prompt_token_ids: prompt } : {}),
+        ...(withPrompt ? { prompt_token_ids: promptIds } : {}),
         choices: [
           {
             index: d.index,
@@ -234,9 +239,9 @@ export function completionEndpoint(model: ServedModel, body: unknown, limits: Li
         ],
       }
     },
-    usageChunk: (completion) => ({ ...head, choices: [], usage: usage(prompt.length, completion) }),
+    usageChunk: (completion) => ({ ...head, choices: [], usage: usage(promptTokens, completion) }),
     response(deltas, completion) {
-      const choices = mergedChoices(deltas, params.n).map((all) => ({
+      const choices = mergedChoices(deltas, params.n * prompts.length).map((all) => ({
         index: all.index,
         text: all.text,
         logprobs: logprobsOf(all, 0),
@@ -246,9 +251,30 @@ export function completionEndpoint(model: ServedModel, body: unknown, limits: Li
       return {
         ...head,
         choices,
-        usage: usage(prompt.length, completion),
-        ...(ids ? { prompt_token_ids: prompt } : {}),
+        usage: usage(promptTokens, completion),
+        ...(ids ? { prompt_token_ids: promptIds } : {}),
       }
     },
   }
+}
+
+function isPromptList(prompt: CompletionRequest['prompt']): prompt is string[] | number[][] {
+  return Array.isArray(prompt) && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]))
+}
+
+/** The request's prompts as token ids: a text, token ids, or a list of either (`prompt.<i>` names a bad one). */
+function completionPrompts(model: ServedModel, prompt: CompletionRequest['prompt']): number[][] {
+  const list: readonly (string | number[])[] = isPromptList(prompt) ? prompt : [prompt as string | number[]]
+  return list.map((one, i) => {
+    const param = isPromptList(prompt) ? `prompt.${i}` : 'prompt'
+    if (typeof one === 'string') {
+      const ids = model.encode(one)
+      if (ids.length === 0) throw badRequest(`${param}: the prompt is empty`, param)
+      return ids
+    }
+    const bad = one.find((t) => t >= model.vocabSize)
+    if (bad !== undefined)
+      throw badRequest(`${param}: token id ${bad} is outside the vocabulary (0..${model.vocabSize - 1})`, param)
+    return one
+  })
 }

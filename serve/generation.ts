@@ -32,23 +32,35 @@ export interface RawParams {
   ignore_eos?: boolean | null | undefined
 }
 
+export interface PromptShape {
+  /** Tokens of the longest prompt (every prompt's choices must fit the context). */
+  longest: number
+  /** Prompts in the request; each gets n choices. */
+  count: number
+  /** The field a too-long prompt is blamed on: `messages` (chat) or `prompt` (completions). */
+  param: 'messages' | 'prompt'
+  /** max_tokens when the request gives none (bounded by the room the prompt leaves); default all that room. */
+  defaultMaxTokens?: number
+}
+
 /** The request's sampling, with max_tokens defaulted and bounded by the cache: prompt + max_tokens ≤ context. */
 export function samplingParams(
   raw: RawParams,
-  promptTokens: number,
+  prompts: PromptShape,
   limits: { context: number; rows: number },
   topLogprobs: number | undefined,
 ): SamplingParams {
+  const promptTokens = prompts.longest
   const room = limits.context - promptTokens
   if (room < 1)
     throw badRequest(
-      `the prompt has ${promptTokens} tokens; the context is ${limits.context} tokens ` +
+      `the ${prompts.count > 1 ? 'longest prompt' : 'prompt'} has ${promptTokens} tokens; the context is ${limits.context} tokens ` +
         '(prompt + max_tokens ≤ context), so at most ' +
         `${limits.context - 1} prompt tokens fit`,
-      'messages',
+      prompts.param,
       'context_length_exceeded',
     )
-  const maxTokens = raw.max_tokens ?? room
+  const maxTokens = raw.max_tokens ?? Math.min(prompts.defaultMaxTokens ?? room, room)
   if (promptTokens + maxTokens > limits.context)
     throw badRequest(
       `prompt of ${promptTokens} tokens + max_tokens ${maxTokens} exceed the context of ` +
@@ -59,6 +71,12 @@ export function samplingParams(
   const n = raw.n ?? 1
   if (n > limits.rows)
     throw badRequest(`n = ${n} exceeds the ${limits.rows} rows of the decode batch (--batch-rows)`, 'n')
+  if (n * prompts.count > limits.rows)
+    throw badRequest(
+      `${prompts.count} prompts × n = ${n} make ${n * prompts.count} choices, over the ${limits.rows} rows ` +
+        'of the decode batch (--batch-rows): send fewer prompts per request',
+      'prompt',
+    )
   const stops = raw.stop === undefined || raw.stop === null ? [] : typeof raw.stop === 'string' ? [raw.stop] : raw.stop
   return {
     n,
@@ -102,18 +120,23 @@ interface ChoiceState {
   finish: 'stop' | 'length' | null
 }
 
-/** The n jobs of one request, reporting to `sink`; `completionTokens()` counts what they sampled. */
+/**
+ * The n jobs of each prompt, reporting to `sink`; `completionTokens()` counts what they sampled. Prompt p's
+ * choices have indexes p·n … p·n + n − 1 (OpenAI's order), each its own random stream.
+ */
 export function generationJobs(
   model: ServedModel,
-  prompt: number[],
+  prompts: readonly number[][],
   params: SamplingParams,
   sink: GenerationSink,
 ): { jobs: SequenceJob[]; completionTokens(): number } {
   const greedy = params.temperature === 0
   const choices: ChoiceState[] = []
-  let open = params.n
+  const total = prompts.length * params.n
+  let open = total
   let completion = 0
-  const jobs = Array.from({ length: params.n }, (_, index): SequenceJob => {
+  const jobs = Array.from({ length: total }, (_, index): SequenceJob => {
+    const prompt = prompts[Math.floor(index / params.n)] as number[]
     const state: ChoiceState = {
       text: new ChoiceText(model.decode, params.stops),
       pendingTokens: [],

@@ -7,10 +7,10 @@ import { PolicyModel } from '../policy/policy-model.ts'
 import { createServeMetrics, type ServeMetrics } from './metrics.ts'
 import { type DecodeStepper, Scheduler } from './scheduler.ts'
 import { servedModel } from './served-model.ts'
-import { type RunningServer, startServer } from './server.ts'
+import { type AccessLogEntry, type RunningServer, startServer } from './server.ts'
 
 export { ApiError } from './errors.ts'
-export type { RunningServer } from './server.ts'
+export type { AccessLogEntry, RunningServer } from './server.ts'
 export { DEFAULT_MAX_BODY_BYTES } from './server.ts'
 
 export const DEFAULT_BATCH_ROWS = 16
@@ -31,6 +31,10 @@ export interface ServeOptions {
   maxBodyBytes?: number
   /** Requests to /v1 need `Authorization: Bearer <apiKey>` when set. */
   apiKey?: string
+  /** Origins browsers may call from (`*`: any); none by default (no CORS). */
+  corsOrigins?: readonly string[]
+  /** One entry per answered request (method, path, status, tokens, time; never the body or the key). */
+  accessLog?: (entry: AccessLogEntry) => void
   /** Wraps the decode batch (tests pace its steps); the identity by default. */
   wrapBatch?: (batch: DecodeStepper) => DecodeStepper
 }
@@ -58,6 +62,8 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+    ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
+    ...(options.accessLog !== undefined ? { accessLog: options.accessLog } : {}),
   })
   return {
     ...server,

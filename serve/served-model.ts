@@ -3,6 +3,7 @@ import { checkpointCodec } from '../activities/core/policy.ts'
 import { type ChatMessage, type ChatTemplate, chatTemplateOf } from '../policy/chat-template.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { TextTokenizer } from '../policy/tokenizer.ts'
+import { tokenBytesOf } from './token-bytes.ts'
 
 export interface ServedModel {
   /** The name clients put in `model`. */
@@ -17,6 +18,8 @@ export interface ServedModel {
   decode(ids: readonly number[]): string
   /** One token as text (special tokens kept), for log-prob entries. */
   tokenText(id: number): string
+  /** The bytes one token stands for (a byte-level token's real bytes, not those of U+FFFD). */
+  tokenBytes(id: number): number[]
   /** Undefined when the checkpoint has no chat template (then /v1/chat/completions answers 400). */
   chatPrompt: ((messages: readonly ChatMessage[]) => string) | undefined
 }
@@ -26,6 +29,7 @@ export function servedModel(checkpoint: Checkpoint, id: string): ServedModel {
   const tokenizer = new TextTokenizer(checkpoint.tokenizerJson, checkpoint.tokenizerConfig ?? {}, checkpoint.eosIds)
   const template: ChatTemplate | undefined = chatTemplateOf(checkpoint.tokenizerConfig)
   const codec = checkpointCodec(checkpoint)
+  const tokenText = (token: number) => tokenizer.decode([token])
   return {
     id,
     created: Math.floor(Date.now() / 1000),
@@ -33,7 +37,8 @@ export function servedModel(checkpoint: Checkpoint, id: string): ServedModel {
     eosIds: codec.eosIds,
     encode: (text) => tokenizer.encode(text),
     decode: (ids) => tokenizer.decode(ids, { skipSpecial: true }),
-    tokenText: (token) => tokenizer.decode([token]),
+    tokenText,
+    tokenBytes: tokenBytesOf(checkpoint.tokenizerJson, tokenText),
     chatPrompt: template ? (messages) => template.render(messages, { addGenerationPrompt: true }) : undefined,
   }
 }

@@ -1,7 +1,8 @@
 // The OpenAI-compatible HTTP server (node:http): GET /v1/models, POST /v1/chat/completions and /v1/completions
 // (whole or as server-sent events), GET /metrics and /health. Bodies and the queue are bounded; errors are
 // OpenAI's shape with their status; `close` stops accepting (503), lets in-flight requests finish for a grace
-// period, fails the rest (an error event on a stream, a 503 otherwise) and closes the listener.
+// period, fails the rest (an error event on a stream, a 503 otherwise) and closes the listener. CORS answers
+// browsers only for the origins configured (none by default); each answered request makes one access-log entry.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -20,6 +21,56 @@ export interface ServerOptions {
   maxBodyBytes?: number
   /** When set, every /v1 request needs `Authorization: Bearer <apiKey>` (401 otherwise); /metrics and /health stay open. */
   apiKey?: string
+  /** Origins browsers may call from (`*`: any); none by default: no CORS headers, preflights refused. */
+  corsOrigins?: readonly string[]
+  /** Called once per answered request; it never sees the body, the query string or the headers. */
+  accessLog?: (entry: AccessLogEntry) => void
+}
+
+export interface AccessLogEntry {
+  method: string
+  /** Without the query string (a client may put a key there), control characters escaped, at most 200 characters. */
+  path: string
+  status: number
+  promptTokens: number
+  completionTokens: number
+  ms: number
+}
+
+interface Outcome {
+  route: string
+  status: number
+  promptTokens?: number
+  completionTokens?: number
+}
+
+function loggedPath(url: string | undefined): string {
+  const path = (url ?? '/').split('?')[0] as string
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
+  const printable = path.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  return printable.length > 200 ? `${printable.slice(0, 200)}…` : printable
+}
+
+const CORS_METHODS = 'GET, POST, OPTIONS'
+const CORS_HEADERS = 'Authorization, Content-Type'
+const CORS_MAX_AGE_S = 600
+
+/** Sets CORS headers for an allowed origin; answers a preflight (true: nothing more to do). */
+function cors(req: IncomingMessage, res: ServerResponse, origins: readonly string[]): boolean {
+  const origin = req.headers.origin
+  if (origins.length === 0 || origin === undefined) return false
+  const any = origins.includes('*')
+  if (!any && !origins.includes(origin)) return false
+  res.setHeader('Access-Control-Allow-Origin', any ? '*' : origin)
+  if (!any) res.setHeader('Vary', 'Origin')
+  if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false
+  res.writeHead(204, {
+    'Access-Control-Allow-Methods': CORS_METHODS,
+    'Access-Control-Allow-Headers': req.headers['access-control-request-headers'] ?? CORS_HEADERS,
+    'Access-Control-Max-Age': String(CORS_MAX_AGE_S),
+  })
+  res.end()
+  return true
 }
 
 /** Compares the bearer token with the key in constant time (over their hashes, so lengths leak nothing either). */
@@ -97,17 +148,17 @@ export async function startServer(
   const limits: Limits = { context: scheduler.capacity, rows: scheduler.rows }
   let closing = false
 
-  const generate = async (res: ServerResponse, endpoint: Endpoint): Promise<number> => {
+  const generate = async (res: ServerResponse, endpoint: Endpoint): Promise<[number, number]> => {
     const deltas: ChoiceDelta[] = []
     let gone = false
     res.on('close', () => {
       if (!res.writableEnded) gone = true
     })
     const write = (chunk: object) => res.write(`data: ${JSON.stringify(chunk)}\n\n`)
-    return new Promise<number>((resolve) => {
+    return new Promise<[number, number]>((resolve) => {
       let completionTokens = () => 0
-      const finished = (status: number) => resolve(status)
-      const generation = generationJobs(model, endpoint.prompt, endpoint.params, {
+      const finished = (status: number) => resolve([status, completionTokens()])
+      const generation = generationJobs(model, endpoint.prompts, endpoint.params, {
         delta(d) {
           if (gone) return
           if (endpoint.stream) write(endpoint.chunk(d))
@@ -149,17 +200,17 @@ export async function startServer(
     })
   }
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<Outcome> => {
     const path = (req.url ?? '/').split('?')[0] as string
     if (req.method === 'GET' && path === '/metrics') {
       const text = await metrics.registry.metrics()
       res.writeHead(200, { 'Content-Type': metrics.registry.contentType })
       res.end(text)
-      return ['/metrics', 200]
+      return { route: '/metrics', status: 200 }
     }
     if (req.method === 'GET' && path === '/health') {
       sendJson(res, closing ? 503 : 200, { status: closing ? 'shutting down' : 'ok' })
-      return ['/health', closing ? 503 : 200]
+      return { route: '/health', status: closing ? 503 : 200 }
     }
     if (options.apiKey !== undefined && path.startsWith('/v1') && !authorized(req, options.apiKey))
       throw new ApiError(
@@ -179,12 +230,12 @@ export async function startServer(
       }
       if (path === '/v1/models') {
         sendJson(res, 200, { object: 'list', data: [card] })
-        return ['/v1/models', 200]
+        return { route: '/v1/models', status: 200 }
       }
       const name = decodeURIComponent(path.slice('/v1/models/'.length))
       if (name !== model.id) throw new UnknownModel(name, model.id)
       sendJson(res, 200, card)
-      return ['/v1/models', 200]
+      return { route: '/v1/models', status: 200 }
     }
     const make = ENDPOINTS[path]
     if (!make) throw new ApiError(404, `no route ${req.method} ${path}`, 'invalid_request_error', null, 'not_found')
@@ -201,18 +252,38 @@ export async function startServer(
         'Retry-After': String(RETRY_AFTER_SECONDS),
       })
     const endpoint = make(model, await readBody(req, limit), limits)
-    return [path, await generate(res, endpoint)]
+    const promptTokens = endpoint.prompts.reduce((sum, p) => sum + p.length, 0)
+    const [status, completionTokens] = await generate(res, endpoint)
+    return { route: path, status, promptTokens, completionTokens }
   }
 
   const server = createServer((req, res) => {
+    const start = performance.now()
     const path = (req.url ?? '/').split('?')[0] as string
+    const log = (outcome: Outcome) =>
+      options.accessLog?.({
+        method: req.method ?? '?',
+        path: loggedPath(req.url),
+        status: outcome.status,
+        promptTokens: outcome.promptTokens ?? 0,
+        completionTokens: outcome.completionTokens ?? 0,
+        ms: performance.now() - start,
+      })
+    if (cors(req, res, options.corsOrigins ?? [])) {
+      log({ route: 'other', status: 204 })
+      return
+    }
     handle(req, res)
-      .then(([route, status]) => metrics.requests.inc({ endpoint: route, status: String(status) }))
+      .then((outcome) => {
+        metrics.requests.inc({ endpoint: outcome.route, status: String(outcome.status) })
+        log(outcome)
+      })
       .catch((error: unknown) => {
         const api = asApiError(error)
         if (api.status === 413) res.setHeader('Connection', 'close')
         sendError(res, api)
         metrics.requests.inc({ endpoint: ENDPOINTS[path] ? path : 'other', status: String(api.status) })
+        log({ route: path, status: api.status })
         // a body left unread past the limit: close the connection once the error is out
         if (api.status === 413) res.on('finish', () => req.destroy())
       })

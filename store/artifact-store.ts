@@ -25,6 +25,12 @@ export interface ListOptions {
   cursor?: string
 }
 
+/** Which store this is: a random id made once and kept at the store's root, and where the store is. */
+export interface StoreIdentity {
+  id: string
+  location: string
+}
+
 export interface CreateResult {
   /** False when the key already existed; nothing was written then. */
   created: boolean
@@ -51,6 +57,11 @@ export interface ArtifactStore {
   list(prefix: string, options?: ListOptions): Promise<ListPage>
   /** Deleting a missing key is not an error. */
   delete(key: string): Promise<void>
+  /**
+   * The store's identity; the first call on a new store creates the id (create-if-absent: concurrent first
+   * callers agree on one id).
+   */
+  identity(): Promise<StoreIdentity>
 }
 
 export const MAX_PAGE_SIZE = 1000

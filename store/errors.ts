@@ -119,3 +119,67 @@ function explainRefusal(code: string): string {
         : 'the credentials were refused'
   }
 }
+
+/** The store's identity record exists but cannot be read as one: the store cannot say which store it is. */
+export class StoreIdentityError extends Error {
+  override name = 'StoreIdentityError'
+  constructor(
+    readonly where: string,
+    reason: string,
+  ) {
+    super(
+      `the artifact store's identity record ${where} is damaged: ${reason}; restore it from a backup of this ` +
+        'store (deleting it gives the store a new id, which runs recorded with the old one do not accept)',
+    )
+  }
+}
+
+/** The folder store's disk is full (ENOSPC) or the user's quota on it is spent (EDQUOT). */
+export class StoreFullError extends Error {
+  override name = 'StoreFullError'
+  constructor(
+    readonly key: string,
+    readonly folder: string,
+    readonly store: string,
+    readonly code: string,
+    cause?: unknown,
+  ) {
+    const what = code === 'EDQUOT' ? 'the disk quota is exceeded' : 'no space left on the device'
+    const fix = code === 'EDQUOT' ? 'free space or raise the quota' : 'free space on that disk'
+    super(
+      `cannot write ${key} to the artifact store ${store}: ${what} (${code}) in ${folder}; ${fix} ` +
+        '(or move the store, docs/operations.md "Backing up and moving a store"), then retry the run',
+      { cause },
+    )
+  }
+}
+
+/** The folder store may not read or write a path: permission denied (EACCES, EPERM) or a read-only disk (EROFS). */
+export class StorePermissionError extends Error {
+  override name = 'StorePermissionError'
+  constructor(
+    readonly key: string,
+    readonly path: string,
+    readonly store: string,
+    readonly code: string,
+    readonly operation: 'read' | 'write',
+    cause?: unknown,
+  ) {
+    const what = code === 'EROFS' ? 'the file system is read-only' : 'permission denied'
+    const fix =
+      code === 'EROFS'
+        ? 'remount it read-write or point SEEDFLOW_ARTIFACTS_DIR at a writable copy of the store'
+        : `give the user running seedflow${userHint()} ${operation === 'read' ? 'read' : 'read and write'} access to the store's folders (chown or chmod)`
+    super(
+      `cannot ${operation} ${key} in the artifact store ${store}: ${what} (${code}) at ${path}; ${fix}, then retry`,
+      {
+        cause,
+      },
+    )
+  }
+}
+
+function userHint(): string {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined
+  return uid === undefined ? '' : ` (uid ${uid})`
+}

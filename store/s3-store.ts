@@ -21,9 +21,11 @@ import {
   type ListPage,
   type ObjectInfo,
   pageSizeOf,
+  type StoreIdentity,
 } from './artifact-store.ts'
 import { IntegrityError, NotFoundError } from './errors.ts'
 import { HashingStream, sha256Hex, VerifyingStream } from './hash.ts'
+import { IDENTITY_NAME, newIdentityRecord, parseIdentityRecord } from './identity.ts'
 import { assertValidKey, assertValidPrefix, RESERVED_PREFIX } from './key-check.ts'
 import { accessRefusalCode, classifyS3Error, httpStatus } from './s3-errors.ts'
 
@@ -70,6 +72,7 @@ export class S3ArtifactStore implements ArtifactStore {
   readonly #endpointName: string
   readonly #accessKeyId: string | undefined
   readonly #onMultipartUpload: MultipartWatcher | undefined
+  #identity: Promise<StoreIdentity> | undefined
 
   constructor(options: S3StoreOptions) {
     if (options.prefix !== '') assertValidPrefix(options.prefix)
@@ -133,23 +136,18 @@ export class S3ArtifactStore implements ArtifactStore {
   async putIfAbsent(key: string, data: Uint8Array): Promise<CreateResult> {
     assertValidKey(key)
     const info: ObjectInfo = { key, sha256: sha256Hex(data), bytes: data.byteLength }
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#putObject(info, data, { IfNoneMatch: '*' })
-        return { created: true, info }
-      } catch (error) {
-        const status = httpStatus(error)
-        // 409: AWS saw concurrent conditional writes and asks the loser to retry.
-        if (status === 409 && attempt < 5) {
-          await sleep(20 * 2 ** attempt)
-          continue
-        }
-        if (status !== 412) throw error
-        const existing = await this.head(key)
-        if (!existing) throw new Error(`putIfAbsent(${key}): exists but vanished before it could be read`)
-        return { created: false, info: existing }
-      }
-    }
+    if (await this.#createIfAbsent(info, data)) return { created: true, info }
+    const existing = await this.head(key)
+    if (!existing) throw new Error(`putIfAbsent(${key}): exists but vanished before it could be read`)
+    return { created: false, info: existing }
+  }
+
+  identity(): Promise<StoreIdentity> {
+    this.#identity ??= this.#readOrCreateIdentity().catch((error: unknown) => {
+      this.#identity = undefined
+      throw error
+    })
+    return this.#identity
   }
 
   async get(key: string): Promise<Buffer> {
@@ -235,6 +233,52 @@ export class S3ArtifactStore implements ArtifactStore {
   #relative(fullKey: string): string | undefined {
     if (this.#prefix === '') return fullKey
     return fullKey.startsWith(`${this.#prefix}/`) ? fullKey.slice(this.#prefix.length + 1) : undefined
+  }
+
+  /** One conditional PUT (If-None-Match: *): true when it created the object, false when the key existed. */
+  async #createIfAbsent(info: ObjectInfo, data: Uint8Array): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#putObject(info, data, { IfNoneMatch: '*' })
+        return true
+      } catch (error) {
+        const status = httpStatus(error)
+        // 409: AWS saw concurrent conditional writes and asks the loser to retry.
+        if (status === 409 && attempt < 5) {
+          await sleep(20 * 2 ** attempt)
+          continue
+        }
+        if (status !== 412) throw error
+        return false
+      }
+    }
+  }
+
+  /** The identity record at the prefix root, created with the conditional write when absent. */
+  async #readOrCreateIdentity(): Promise<StoreIdentity> {
+    const where = `s3://${this.#bucket}/${this.#full(IDENTITY_NAME)} @ ${this.#endpointName}`
+    const read = async (): Promise<Uint8Array | undefined> => {
+      try {
+        const out = await this.#call(
+          `GetObject ${IDENTITY_NAME}`,
+          () => this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#full(IDENTITY_NAME) })),
+          IDENTITY_NAME,
+        )
+        if (!out.Body) throw new Error(`GetObject ${IDENTITY_NAME} returned no body`)
+        return await out.Body.transformToByteArray()
+      } catch (error) {
+        if (error instanceof NotFoundError) return undefined
+        throw error
+      }
+    }
+    let bytes = await read()
+    if (bytes === undefined) {
+      const record = newIdentityRecord()
+      await this.#createIfAbsent({ key: IDENTITY_NAME, sha256: sha256Hex(record), bytes: record.byteLength }, record)
+      bytes = await read()
+      if (bytes === undefined) throw new Error(`${where} was created but cannot be read back`)
+    }
+    return { id: parseIdentityRecord(bytes, where), location: this.location }
   }
 
   /** One PUT carrying the sha256 as metadata, so object and hash become visible together. */

@@ -7,7 +7,7 @@ import { join, relative } from 'node:path'
 import { ensureChromium } from '../infra/chromium.ts'
 import { ensureLlamaServer } from '../infra/llama-server.ts'
 import { ensureModels } from '../infra/models.ts'
-import { reapStale } from '../infra/processes.ts'
+import { isAlive, reapStale } from '../infra/processes.ts'
 import { startS3Server } from '../infra/s3-server.ts'
 import { startTemporalServer } from '../infra/temporal-server.ts'
 import { ensureTools, PROJECT_ROOT } from '../infra/tools.ts'
@@ -110,6 +110,9 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
   const testState = join(PROJECT_ROOT, '.seedflow', 'test')
   await mkdir(testState, { recursive: true })
   for (const dir of await readdir(testState)) {
+    // another test run on this machine, still going: its servers and data are its own
+    const owner = /^run-(\d+)$/.exec(dir)?.[1]
+    if (owner !== undefined && Number(owner) !== process.pid && isAlive(Number(owner))) continue
     const reaped = await reapStale(join(testState, dir))
     for (const r of reaped) console.error(`test run: stopped ${r.name} (pid ${r.pid}) left by a killed run`)
     await rm(join(testState, dir), { recursive: true, force: true })

@@ -17,7 +17,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Readable } from 'node:stream'
 import type { PhaseHooks } from '../activities/phase.ts'
-import type { ArtifactStore, CreateResult, ListOptions, ListPage, ObjectInfo } from '../store/artifact-store.ts'
+import type {
+  ArtifactStore,
+  CreateResult,
+  ListOptions,
+  ListPage,
+  ObjectInfo,
+  StoreIdentity,
+} from '../store/artifact-store.ts'
 import { assertValidKey } from '../store/key-check.ts'
 import { PHASES } from '../store/keys.ts'
 import type { MultipartWatcher } from '../store/s3-store.ts'
@@ -43,7 +50,12 @@ export class FaultInjected extends Error {
   override name = 'FaultInjected'
 }
 
-/** Parses a SEEDFLOW_FAULT value; throws naming every bad entry. */
+/** A SEEDFLOW_FAULT value that names no fault point; the message lists every bad entry. */
+export class InvalidFaultSpec extends Error {
+  override name = 'InvalidFaultSpec'
+}
+
+/** Parses a SEEDFLOW_FAULT value; throws InvalidFaultSpec naming every bad entry. */
 export function parseFaults(value: string): Fault[] {
   const faults: Fault[] = []
   const problems: string[] = []
@@ -63,8 +75,16 @@ export function parseFaults(value: string): Fault[] {
       problems.push(`${spec}: the shard must be a non-negative integer, got '${filter}'`)
     else faults.push({ site, point, action, spec, ...(filter === undefined || filter === '' ? {} : { filter }) })
   }
-  if (problems.length > 0) throw new Error(`${FAULT_VARIABLE} is invalid:\n  ${problems.join('\n  ')}`)
+  if (problems.length > 0) throw new InvalidFaultSpec(`${FAULT_VARIABLE} is invalid:\n  ${problems.join('\n  ')}`)
   return faults
+}
+
+/**
+ * SEEDFLOW_FAULT of `env` checked before anything starts (a command's entry point): InvalidFaultSpec naming every
+ * bad entry, where the hooks would only parse it at their first use, inside a running phase.
+ */
+export function validateFaultVariable(env: NodeJS.ProcessEnv = process.env): readonly Fault[] {
+  return parseFaults(env[FAULT_VARIABLE] ?? '')
 }
 
 let armed: Fault[] | undefined
@@ -213,6 +233,10 @@ class FaultyStore implements ArtifactStore {
 
   delete(key: string): Promise<void> {
     return this.#store.delete(key)
+  }
+
+  identity(): Promise<StoreIdentity> {
+    return this.#store.identity()
   }
 }
 

@@ -11,7 +11,7 @@ import type { PhaseCounters, PhaseHooks } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { boundedFailures } from './bounded-failures.ts'
-import { TASK_QUEUES, type TaskQueueName } from './task-queues.ts'
+import { runTaskQueue, TASK_QUEUES, type TaskQueueName, type TaskQueues, taskQueuesOf } from './task-queues.ts'
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url))
 
@@ -20,10 +20,10 @@ export interface LocalWorkerOptions {
   namespace: string
   store: ArtifactStore
   /**
-   * A control queue other than TASK_QUEUES.control (tests isolating themselves): then only the control worker
-   * is created, since the rollout and train queue names are fixed in the workflows' proxies.
+   * The one run this worker serves (`seedflow run`, `seedflow worker --run <id>`): it polls that run's own queues
+   * (runTaskQueue(runId) and the queues derived from it) and nothing else. Absent: the shared queues, TASK_QUEUES.
    */
-  taskQueue?: string
+  runId?: string
   /** The task queues to poll (default all three: the all-in-one worker); workflows run on the control queue only. */
   queues?: readonly TaskQueueName[]
   /** Execution providers of the default engine, in order of preference (default CPU). */
@@ -53,6 +53,8 @@ export interface LocalWorkerOptions {
 export interface LocalWorker {
   /** The first worker: the control worker (workflows and control activities) when it polls the control queue. */
   worker: Worker
+  /** The task queue each Worker of `workers` polls, in the same order. */
+  taskQueues: string[]
   /** One per polled task queue (all three by default), sharing one connection. */
   workers: Worker[]
   connection: NativeConnection
@@ -99,26 +101,21 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       ...common,
       ...(options.modelActivitySlots ? { maxConcurrentActivityTaskExecutions: options.modelActivitySlots } : {}),
     }
-    const queues: readonly TaskQueueName[] =
-      options.taskQueue === undefined || options.taskQueue === TASK_QUEUES.control
-        ? (options.queues ?? ['control', 'rollout', 'train'])
-        : ['control']
+    const queues = options.queues ?? ['control', 'rollout', 'train']
     if (queues.length === 0) throw new Error('a worker needs at least one task queue')
+    const names = workerTaskQueues(options.runId)
     const workers: Worker[] = []
     for (const queue of queues) {
       workers.push(
         queue === 'control'
-          ? await Worker.create({
-              ...common,
-              taskQueue: options.taskQueue ?? TASK_QUEUES.control,
-              workflowsPath: WORKFLOWS_PATH,
-            })
-          : await Worker.create({ ...model, taskQueue: TASK_QUEUES[queue] }),
+          ? await Worker.create({ ...common, taskQueue: names.control, workflowsPath: WORKFLOWS_PATH })
+          : await Worker.create({ ...model, taskQueue: names[queue] }),
       )
     }
     const worker = workers[0] as Worker
     return {
       worker,
+      taskQueues: queues.map((q) => names[q]),
       workers,
       connection,
       engine,
@@ -142,6 +139,11 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
     if (ownEngine) await engine.close()
     throw error
   }
+}
+
+/** The queues a worker for `runId` polls: that run's own (runTaskQueue), or the shared ones without a run. */
+export function workerTaskQueues(runId?: string): TaskQueues {
+  return taskQueuesOf(runId === undefined ? TASK_QUEUES.control : runTaskQueue(runId))
 }
 
 /** ORT intra-op threads of a worker's own engine: SEEDFLOW_ORT_THREADS, else the number of CPU cores. */

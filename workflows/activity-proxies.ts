@@ -1,8 +1,9 @@
-// Deterministic: runs in the workflow sandbox. One proxy per task queue (docs/design.md §10.1).
-import { proxyActivities } from '@temporalio/workflow'
+// Deterministic: runs in the workflow sandbox. One proxy per task queue (docs/design.md §10.1), each queue derived
+// from the one the workflow runs on (workers/task-queues.ts): a run on its own queues keeps all its work there.
+import { proxyActivities, workflowInfo } from '@temporalio/workflow'
 import type { PipelineActivities } from '../activities/contracts.ts'
 import { NON_RETRYABLE_TYPES } from '../activities/failures.ts'
-import { TASK_QUEUES } from '../workers/task-queues.ts'
+import { taskQueuesOf } from '../workers/task-queues.ts'
 
 /** The failures of the one fatal-error table (activities/failures.ts) fail at once; the rest retries with backoff. */
 const retry = {
@@ -12,8 +13,8 @@ const retry = {
   nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
 }
 
+/** No taskQueue: the SDK schedules on the workflow's own queue, taskQueuesOf(queue).control. */
 export const control = proxyActivities<PipelineActivities>({
-  taskQueue: TASK_QUEUES.control,
   startToCloseTimeout: '5 minutes',
   retry,
 })
@@ -31,15 +32,16 @@ export function modelQueues(plan: { heartbeatTimeoutSeconds?: number }) {
   const heartbeatTimeout = plan.heartbeatTimeoutSeconds
     ? `${plan.heartbeatTimeoutSeconds} seconds`
     : DEFAULT_HEARTBEAT_TIMEOUT
+  const queues = taskQueuesOf(workflowInfo().taskQueue)
   return {
     rolloutQueue: proxyActivities<PipelineActivities>({
-      taskQueue: TASK_QUEUES.rollout,
+      taskQueue: queues.rollout,
       startToCloseTimeout: '2 hours',
       heartbeatTimeout,
       retry,
     }),
     trainQueue: proxyActivities<PipelineActivities>({
-      taskQueue: TASK_QUEUES.train,
+      taskQueue: queues.train,
       startToCloseTimeout: '4 hours',
       heartbeatTimeout,
       retry,

@@ -5,7 +5,13 @@
 // accepted changes (`setRun`: the RunRef of the changed configuration) to the running iteration child.
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common'
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow'
-import type { EvaluationTarget, HyperparameterChange, RunRef } from '../activities/contracts.ts'
+import type {
+  AnnotationCounts,
+  EvaluationTarget,
+  HyperparameterChange,
+  RunRef,
+  StoreRef,
+} from '../activities/contracts.ts'
 
 export const pauseSignal = defineSignal('pause')
 export const resumeSignal = defineSignal('resume')
@@ -110,10 +116,14 @@ export interface RunStatus {
   configSha256: string | null
   /** Why the run was aborted, once the operator asked (it ends after the running phase, or cancels it). */
   aborted: string | null
+  /** The store the run lives in, once planned (absent in runs planned before it was recorded). */
+  store?: StoreRef
+  /** How Stage 1's annotation went, once it ran (absent before, and in runs from before it was recorded). */
+  annotation?: AnnotationCounts
 }
 
 /** The run's own part of its status (seedRun and RunOperator write it); the gate's pause and abort state completes it. */
-export type RunProgress = Omit<RunStatus, 'paused' | 'held' | 'next' | 'aborted'>
+export type RunProgress = Omit<RunStatus, 'paused' | 'held' | 'next' | 'aborted' | 'store'>
 
 export const statusQuery = defineQuery<RunStatus>('status')
 

@@ -10,6 +10,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   setHandler,
   startChild,
   upsertSearchAttributes,
@@ -36,6 +37,9 @@ import {
 import { OperatorGate } from './operator-gate.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
+
+/** The patch under which a resumed run (a rerun of its id, an operator's retry) re-hashes what it may reuse. */
+export const VERIFY_ON_RESUME = 'verify-stored-on-resume'
 
 /** What continueAsNew carries of the operator's state. */
 export interface OperatorCarry {
@@ -94,6 +98,7 @@ export class RunOperator {
       held: gate.held,
       next: gate.next,
       aborted: gate.aborted?.reason ?? null,
+      ...(this.run?.store ? { store: this.run.store } : {}),
     }
   }
 
@@ -219,12 +224,19 @@ export class RunOperator {
    */
   async orWait<T>(iteration: number, body: () => Promise<T>): Promise<T> {
     const { status } = this
+    let retried = false
     for (;;) {
       try {
         const scope = new CancellationScope()
         this.#phase = scope
+        // a retry reuses what the failed attempt and earlier phases stored: every artifact the run may reuse is
+        // re-hashed first, and all damaged ones are named at once (runs from before this did not)
+        const verify = retried && patched(VERIFY_ON_RESUME)
         try {
-          return await scope.run(body)
+          return await scope.run(async () => {
+            if (verify) await control.verifyRun({ run: this.run as RunRef })
+            return body()
+          })
         } finally {
           this.#phase = null
         }
@@ -244,6 +256,7 @@ export class RunOperator {
         })
         this.#retry = false
         await condition(() => this.#retry || this.aborted !== null)
+        retried = true
         Object.assign(status, { phase, awaitingOperator: null })
         if (!this.aborted) upsertSearchAttributes([{ key: SEED_PHASE, value: phase }]) // no longer listed as waiting
         await this.boundary(phase) // an abort while waiting ends the run here; a pause holds the retry

@@ -12,14 +12,23 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { CheckpointRef, EvaluationTarget, HyperparameterChange, RunPlan, RunRef } from '../activities/contracts.ts'
+import type {
+  AnnotationCounts,
+  CheckpointRef,
+  EvaluationTarget,
+  HyperparameterChange,
+  PhaseSummary,
+  RunPlan,
+  RunRef,
+  StoreRef,
+} from '../activities/contracts.ts'
 import { targetLabel } from '../activities/evaluation-target.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control, modelQueues } from './activity-proxies.ts'
 import { type Evaluation, RunAborted, type RunProgress, type RunStatus, statusQuery } from './operator.ts'
-import { RunOperator } from './run-operator.ts'
+import { RunOperator, VERIFY_ON_RESUME } from './run-operator.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
 
 // Declared in operator.ts with the operator's other handles (run-operator.ts reads RunStatus too); the run's clients
@@ -41,11 +50,18 @@ export interface RunState {
   overrides?: HyperparameterOverrides
   hyperparameters?: HyperparameterChange[]
   paused?: boolean
+  /** How Stage 1's annotation went (absent where it did not run, and in runs continued before it was recorded). */
+  annotation?: AnnotationCounts
 }
 
 export interface SeedRunInput {
   runId: string
   config: unknown
+  /**
+   * The store the run lives in, from the client that starts it (`seedflow run`): planRun records it and every
+   * worker of another store refuses the run. Absent (`temporal workflow start`): the planning worker's store.
+   */
+  store?: StoreRef
   /** Set by continueAsNew only. */
   state?: RunState
 }
@@ -58,14 +74,20 @@ export interface SeedRunResult {
   /** `aborted`: ended by the operator's `abort` (the reason in `aborted`). */
   outcome: 'completed' | 'aborted'
   aborted?: string
+  /** The store the run lives in (absent when it never got planned, and in runs planned before it was recorded). */
+  store?: StoreRef
 }
 
 /** The fields of a seedRun input; any other is refused (a typo would otherwise be stored and ignored). */
-const SEED_RUN_INPUT_FIELDS = ['runId', 'config', 'state']
+const SEED_RUN_INPUT_FIELDS = ['runId', 'config', 'store', 'state']
 
 export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
   const { workflowId } = workflowInfo()
-  const problems = [...unknownKeyProblems(input, SEED_RUN_INPUT_FIELDS), ...runIdProblems(input?.runId, workflowId)]
+  const problems = [
+    ...unknownKeyProblems(input, SEED_RUN_INPUT_FIELDS),
+    ...runIdProblems(input?.runId, workflowId),
+    ...storeProblems(input?.store),
+  ]
   if (problems.length > 0)
     throw ApplicationFailure.nonRetryable(
       `invalid run input:\n${boundProblems(problems).join('\n')}`,
@@ -82,6 +104,7 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     awaitingOperator: null,
     hyperparameters: [],
     configSha256: null,
+    ...(carried?.annotation ? { annotation: carried.annotation } : {}),
   }
   const operator = new RunOperator(
     input.config,
@@ -124,7 +147,12 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
         await continueAsNew<typeof seedRun>({
           runId: input.runId,
           config: input.config,
-          state: { ...state, run: operator.run as RunRef, ...operator.carry() },
+          state: {
+            ...state,
+            run: operator.run as RunRef,
+            ...operator.carry(),
+            ...(status.annotation ? { annotation: status.annotation } : {}),
+          },
         })
       }
     }
@@ -139,12 +167,32 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       evaluations: status.evaluations,
       outcome: 'aborted',
       aborted: error.message,
+      ...storeOf(operator.run),
     }
   }
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'done' }])
   status.phase = 'done'
   await condition(allHandlersFinished)
-  return { runId: input.runId, checkpoint: state.acting, evaluations: state.evaluations, outcome: 'completed' }
+  return {
+    runId: input.runId,
+    checkpoint: state.acting,
+    evaluations: state.evaluations,
+    outcome: 'completed',
+    ...storeOf(operator.run),
+  }
+}
+
+/** The run's store for its result, where its RunRef records one. */
+function storeOf(run: RunRef | null): { store?: StoreRef } {
+  return run?.store ? { store: run.store } : {}
+}
+
+/** A store given in the input must be a store identity: `{ id, location }`, both strings. */
+function storeProblems(store: unknown): string[] {
+  if (store === undefined) return []
+  const s = (typeof store === 'object' && store !== null ? store : {}) as Partial<Record<keyof StoreRef, unknown>>
+  const ok = typeof s.id === 'string' && s.id !== '' && typeof s.location === 'string'
+  return ok ? [] : [`store: expected { id, location } (the store's identity), got ${JSON.stringify(store)}`]
 }
 
 /**
@@ -155,8 +203,14 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
  */
 async function start(input: SeedRunInput, status: RunProgress, operator: RunOperator): Promise<RunState> {
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'prepare' }])
-  const { run, plan } = await control.planRun({ runId: input.runId, config: input.config })
+  const { run, plan, resumed } = await control.planRun({
+    runId: input.runId,
+    config: input.config,
+    ...(input.store ? { store: input.store } : {}),
+  })
   operator.run = run
+  // a rerun of a run id reuses what it finds: re-hash it all first (runs from before this never did)
+  if (resumed && patched(VERIFY_ON_RESUME)) await operator.orWait(-1, () => control.verifyRun({ run }))
   status.configSha256 = run.configSha256
   upsertSearchAttributes([
     { key: SEED_ENV, value: plan.env },
@@ -194,6 +248,7 @@ async function stage1(state: RunState, status: RunProgress, operator: RunOperato
     upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
     status.phase = 'stage1'
     const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base }))
+    recordAnnotation(status, sft)
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
@@ -239,7 +294,17 @@ async function annotate(state: RunState, status: RunProgress, operator: RunOpera
   upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
   status.phase = 'annotate'
   const base = state.acting
-  await operator.orWait(-1, () => rolloutQueue.annotate({ run: operator.run as RunRef, base }))
+  recordAnnotation(
+    status,
+    await operator.orWait(-1, () => rolloutQueue.annotate({ run: operator.run as RunRef, base })),
+  )
+}
+
+/** Stage 1's annotation counts, from the stats its manifest records, into the run's status. */
+function recordAnnotation(status: RunProgress, summary: PhaseSummary): void {
+  const { trajectories, annotated, requestFailures, unparsed } = summary.stats
+  if (trajectories === undefined || annotated === undefined) return
+  status.annotation = { trajectories, annotated, requestFailures: requestFailures ?? 0, unparsed: unparsed ?? 0 }
 }
 
 /**

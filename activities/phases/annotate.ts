@@ -8,7 +8,7 @@ import type { RunConfig } from '../../seed/config.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import type { CheckpointRef, RunRef } from '../contracts.ts'
+import type { AnnotationCounts, CheckpointRef, RunRef } from '../contracts.ts'
 import { annotateStage1, type Policy } from '../core/index.ts'
 import { type ReplyStore, StoredReplySchema } from '../core/openai-annotator.ts'
 import { encodeJsonlGz } from '../jsonl.ts'
@@ -27,6 +27,15 @@ export async function annotation(
     onProgress: (step, steps) => heartbeat({ phase: 'annotate', step, steps }),
   })
   heartbeat()
+  const counts: AnnotationCounts = {
+    trajectories: annotated.skills.length,
+    annotated: annotated.skills.filter((s) => s.ok).length,
+    requestFailures: annotated.annotator.requestFailures,
+    unparsed: annotated.annotation.parse.failed,
+  }
+  const floor = config.stage1.minAnnotatedShare
+  if (counts.trajectories > 0 && counts.annotated < floor * counts.trajectories)
+    throw new AnnotationShortfallError(run.runId, counts, floor, config.stage1.annotator)
   const trajectories = await store.put(
     keys.sftTrajectories(run.runId, 0, attempt),
     encodeJsonlGz(annotated.trajectories),
@@ -41,14 +50,27 @@ export async function annotation(
     outputs: { trajectories, annotations },
     stats: {
       rolloutSuccess: annotated.rollout.successRate,
-      trajectories: annotated.skills.length,
-      annotated: annotated.skills.filter((s) => s.ok).length,
-      unparsed: annotated.annotation.parse.failed,
-      requestFailures: annotated.annotator.requestFailures,
+      ...counts,
       requests: annotated.annotator.requests,
       retries: annotated.annotator.retries,
       repliesReused: annotated.annotator.reused,
     },
+  }
+}
+
+/** Too few trajectories were annotated (below `stage1.minAnnotatedShare`): the run waits for an operator. */
+export class AnnotationShortfallError extends Error {
+  override name = 'AnnotationShortfallError'
+  constructor(runId: string, counts: AnnotationCounts, floor: number, annotator: RunConfig['stage1']['annotator']) {
+    const who =
+      annotator.kind === 'openai'
+        ? `the annotator at ${annotator.baseUrl} (model ${annotator.model}, key from ${annotator.apiKeyEnv} on the worker)`
+        : `the ${annotator.kind} annotator`
+    super(
+      `run ${runId}: ${who} annotated ${counts.annotated} of ${counts.trajectories} Stage 1 trajectories, fewer ` +
+        `than stage1.minAnnotatedShare ${floor} of them (${counts.requestFailures} requests failed after their ` +
+        `retries, ${counts.unparsed} answers did not parse); replies already received are kept and reused by a retry`,
+    )
   }
 }
 

@@ -12,7 +12,7 @@ export const snapshotPhase: PhaseDef<SnapshotInput, null, ArtifactRef> = {
     const { run, iteration } = input
     const snapshot: Snapshot = {
       version: 1,
-      run,
+      run: { runId: run.runId, configSha256: run.configSha256 }, // not its store: the bytes are the same in a copy
       iteration,
       acting: input.acting,
       reference: input.reference,

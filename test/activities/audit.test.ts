@@ -3,10 +3,12 @@
 // that tells pruned from broken, and each kind of damage named with its manifest and hashes. `seedflow audit`
 // itself runs once on the clean run and once on a damaged one.
 import assert from 'node:assert/strict'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { promisify } from 'node:util'
 import { ApplicationFailure } from '@temporalio/common'
 import { auditRun } from '../../activities/audit.ts'
 import type { PipelineActivities } from '../../activities/contracts.ts'
@@ -288,6 +290,118 @@ describe('audit of a micro run (folder store, real pipeline activities)', () => 
     const unknown = await seedflow(['audit', 'no-such-run'], env)
     assert.equal(unknown.code, 1)
     assert.match(unknown.err, /seedflow: unknown run no-such-run: no runs\/no-such-run\/run\.json/)
+  })
+
+  /** Flips one bit of the file of `key` in place (same size); returns the undo. */
+  async function flipBit(key: string, at = 10): Promise<() => Promise<void>> {
+    const path = join(root, key)
+    const original = await readFile(path)
+    const flipped = Buffer.from(original)
+    flipped[at] = (flipped[at] as number) ^ 1
+    await writeFile(path, flipped, { flag: 'r+' })
+    return () => writeFile(path, original, { flag: 'r+' })
+  }
+
+  it('a corrupt retention record and a corrupt checkpoint: seedflow audit lists both and prints its summary', async () => {
+    const record = keys.retentionRecord(RUN, 1)
+    const checkpoint = keys.checkpoint(RUN, 2, 'model.safetensors')
+    const undoRecord = await flipBit(record, 5)
+    const undoCheckpoint = await flipBit(checkpoint, 100)
+    try {
+      const report = await auditRun(store, RUN)
+      // what the unreadable record pruned is gone with no readable record saying so: missing, with that caveat
+      const pruned = ['model.safetensors', 'config.json', 'tokenizer.json', 'optimizer.safetensors'].map((f) =>
+        keys.checkpoint(RUN, 0, f as 'config.json'),
+      )
+      assert.deepEqual(
+        report.broken.map((p) => [p.kind, p.key]),
+        [...pruned.map((key) => ['missing', key]), ['hash', checkpoint], ['unreadable', record]],
+      )
+      assert.equal(
+        report.broken[0]?.message,
+        `${pruned[0]} is missing (or pruned: ${record} cannot be read, and may list it)`,
+      )
+      assert.match(report.broken[5]?.message ?? '', /integrity check failed for runs\/audit-run\/retention\/0001\.json/)
+      const r = await seedflow(['audit', RUN], { SEEDFLOW_ARTIFACTS_DIR: root, SEEDFLOW_S3_BUCKET: '' })
+      assert.equal(r.code, 1, `${r.out}\n${r.err}`)
+      assert.match(r.out, /manifests: 24 phase, 3 iteration, 2 retention/)
+      assert.match(r.out, /broken: 6\n/)
+      assert.ok(r.out.includes(`    hash ${checkpoint} (in ${keys.phaseManifest(RUN, 2, 'update', 0)}): `), r.out)
+      assert.ok(r.out.includes(`    unreadable ${record} (in ${record}): `), r.out)
+      assert.ok(r.err.includes(`audit of run ${RUN} failed: 6 broken; the first: missing ${pruned[0]}`), r.err)
+    } finally {
+      await undoRecord()
+      await undoCheckpoint()
+    }
+  })
+
+  it('a damaged checksum record does not stop the audit: the artifact the store refuses to read is listed', async () => {
+    const key = keys.rollouts(RUN, 2, 0)
+    const sidecar = join(root, '.seedflow-meta', `${key}.${(await stat(join(root, key))).ino}.json`)
+    const report = await auditDamaged(async () => {
+      const original = await readFile(sidecar)
+      await writeFile(sidecar, '{"sha256": "0')
+      return () => writeFile(sidecar, original)
+    })
+    assert.deepEqual(
+      report.broken.map((p) => [p.kind, p.key, p.manifest]),
+      [['unreadable', key, keys.phaseManifest(RUN, 2, 'rollout', 0)]],
+    )
+    assert.match(report.broken[0]?.message ?? '', /the store refuses to read them: .*checksum record .* is damaged/)
+  })
+
+  it('a corrupt plan.json is listed with both hashes', async () => {
+    const key = keys.runPlan(RUN)
+    const expected = (await store.head(key))?.sha256
+    const report = await auditDamaged(() => flipBit(key, 3))
+    assert.deepEqual(
+      report.broken.map((p) => [p.kind, p.key, p.manifest, p.expected]),
+      [['hash', key, key, expected]],
+    )
+    assert.ok(report.broken[0]?.actual && report.broken[0].actual !== expected)
+  })
+
+  it('a deleted plan.json is listed as missing', async () => {
+    const key = keys.runPlan(RUN)
+    const report = await auditDamaged(async () => {
+      const original = await store.get(key)
+      await store.delete(key)
+      return async () => {
+        await store.put(key, original)
+      }
+    })
+    assert.deepEqual(
+      report.broken.map((p) => [p.kind, p.key]),
+      [['missing', key]],
+    )
+  })
+
+  it('a cp -a copy of the store audits clean, and a flipped bit in the copy is caught', async () => {
+    const copy = `${root}-copy`
+    await promisify(execFile)('cp', ['-a', root, copy])
+    try {
+      const key = keys.rollouts(RUN, 1, 0)
+      assert.notEqual((await stat(join(copy, key))).ino, (await stat(join(root, key))).ino, 'a new inode')
+      const copied = new FsArtifactStore(copy)
+      const report = await auditRun(copied, RUN)
+      const original = await auditRun(store, RUN)
+      assert.deepEqual(report.broken, [])
+      assert.deepEqual(
+        [report.manifests, report.artifacts, report.bytes, report.pruned.length],
+        [original.manifests, original.artifacts, original.bytes, original.pruned.length],
+      )
+      const path = join(copy, key)
+      const bytes = await readFile(path)
+      bytes[10] = (bytes[10] as number) ^ 1
+      await writeFile(path, bytes, { flag: 'r+' })
+      const damaged = await auditRun(copied, RUN)
+      assert.deepEqual(
+        damaged.broken.map((p) => [p.kind, p.key]),
+        [['hash', key]],
+      )
+    } finally {
+      await rm(copy, { recursive: true, force: true })
+    }
   })
 
   async function headOf(key: string) {

@@ -3,8 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { DamagedArtifactsError } from '../../activities/damaged-artifacts.ts'
 import { PhaseCounters, type PhaseScope, runPhase } from '../../activities/phase.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
+import { sha256Hex } from '../../store/hash.ts'
 import { keys } from '../../store/keys.ts'
 import { type CountersLine, countersWritingTo } from '../../workers/counters-file.ts'
 
@@ -108,6 +110,23 @@ describe('phase wrapper', () => {
     // bytes corrupted in place keep their recorded hash: the next reader gets an IntegrityError (store test)
     await writeFile(join(root, keys.rollouts('r1', 0, 2, 2)), 'tampered', { flag: 'r+' })
     await assert.rejects(store.get(keys.rollouts('r1', 0, 2, 2)), /integrity check failed/)
+  })
+
+  it('re-hashes a reused output in full: bytes damaged in place (same size) stop the phase, naming the key', async () => {
+    const calls = { n: 0 }
+    const spec = { configSha256: 'c1', inputs: {} }
+    await runPhase({ store }, scope(6), spec, body(6, 'data', calls))
+    const key = keys.rollouts('r1', 0, 6, 0)
+    await writeFile(join(root, key), 'date', { flag: 'r+' }) // one bit: 'a' → 'e' is 0x61 → 0x65, same size
+    assert.equal((await store.head(key))?.sha256, sha256Hex(Buffer.from('data')), 'head answers the recorded hash')
+    await assert.rejects(runPhase({ store }, scope(6), spec, body(6, 'data', calls)), (e: Error) => {
+      assert.ok(e instanceof DamagedArtifactsError)
+      assert.equal(e.damaged.length, 1)
+      assert.equal(e.damaged[0]?.key, key)
+      assert.match(e.message, /run r1: 1 stored artifact it would reuse is damaged/)
+      return true
+    })
+    assert.equal(calls.n, 1, 'not recomputed over the damaged output')
   })
 
   it('resumes from saved progress after an interrupted attempt', async () => {

@@ -111,6 +111,7 @@ describe('retention on a folder store', () => {
       config: {},
       configSha256: sha256Hex(Buffer.from(canonicalJson({}))),
     })
+    await putJson(store, keys.runPlan(RUN), { iterations: 4, shards: 1 }) // every run has one: audit checks it
   })
 
   after(() => rm(root, { recursive: true, force: true }))

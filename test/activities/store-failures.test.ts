@@ -26,6 +26,7 @@ function failingStore(error: Error): ArtifactStore {
     head: fail,
     list: fail,
     delete: fail,
+    identity: fail,
   }
 }
 

@@ -37,6 +37,8 @@ function run(
     runId: 'r',
     plan: null,
     record: {} as RunData['record'],
+    annotation: null,
+    damaged: [],
     iterations: opd.map((loss, k) =>
       iteration(k, {
         'analyze/parse_rate': parse[k] ?? null,

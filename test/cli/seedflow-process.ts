@@ -12,6 +12,17 @@ export interface SeedflowResult {
   pid: number | undefined
   /** Each complete stdout line with the time it was read. */
   lines: { at: number; text: string }[]
+  /** When the process exited (Date.now()). */
+  exitedAt: number
+  /** True when `killAfterMs` ran out and the process was SIGKILLed. */
+  killed: boolean
+}
+
+export interface SeedflowOptions {
+  /** SIGKILL the process after this long (a test's bound on a command that might never exit). */
+  killAfterMs?: number
+  /** The working folder of the command (default: the test's), where a user's relative paths resolve. */
+  cwd?: string
 }
 
 /**
@@ -23,9 +34,21 @@ export function seedflow(
   env: NodeJS.ProcessEnv,
   onLine?: (text: string, signal: (name: NodeJS.Signals) => void) => void,
   input?: string,
+  options: SeedflowOptions = {},
 ): Promise<SeedflowResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    })
+    let killed = false
+    const bound =
+      options.killAfterMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            killed = true
+            child.kill('SIGKILL')
+          }, options.killAfterMs)
     if (input !== undefined) child.stdin.end(input)
     let out = ''
     let err = ''
@@ -45,6 +68,11 @@ export function seedflow(
       err += d
     })
     child.on('error', reject)
-    child.on('close', (code) => resolve({ code, out, err, pid: child.pid, lines }))
+    let exitedAt = 0
+    child.on('exit', () => {
+      exitedAt = Date.now()
+      clearTimeout(bound)
+    })
+    child.on('close', (code) => resolve({ code, out, err, pid: child.pid, lines, exitedAt, killed }))
   })
 }

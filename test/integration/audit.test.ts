@@ -80,4 +80,26 @@ describe('seedflow audit after a finished run (real dev server, S3 store)', () =
     }
     assert.equal((await seedflow(['audit', RUN_ID], env)).code, 0, 'restored')
   })
+
+  it('lists a deleted plan.json and a damaged retention record, and still prints its summary', async () => {
+    const plan = keys.runPlan(RUN_ID)
+    const record = keys.retentionRecord(RUN_ID, 1)
+    const [planBytes, recordBytes] = [await store.get(plan), await store.get(record)]
+    await store.delete(plan)
+    await store.put(record, Buffer.from('{"artifacts": '))
+    try {
+      const r = await seedflow(['audit', RUN_ID], env)
+      assert.equal(r.code, 1, r.out)
+      assert.ok(r.out.includes(`    missing ${plan} (in ${plan}): `), r.out)
+      assert.ok(r.out.includes(`    unreadable ${record} (in ${record}): ${record}: `), r.out)
+      // what the unreadable record pruned is gone with no readable record saying so: listed, with that caveat
+      assert.ok(r.out.includes(`(or pruned: ${record} cannot be read, and may list it)`), r.out)
+      assert.match(r.out, /broken: 6\n/)
+      assert.match(r.out, /manifests: \d+ phase, 2 iteration, 1 retention/)
+    } finally {
+      await store.put(plan, planBytes)
+      await store.put(record, recordBytes)
+    }
+    assert.equal((await seedflow(['audit', RUN_ID], env)).code, 0, 'restored')
+  })
 })

@@ -15,6 +15,7 @@ test('the dev server of a state folder is reused, and another port for it is ref
     ...process.env,
     SEEDFLOW_HOME: home,
     SEEDFLOW_TEMPORAL_PORT: String(port),
+    SEEDFLOW_TEMPORAL_HTTP_PORT: String(await freePort()),
     SEEDFLOW_TEMPORAL_UI_PORT: String(ui),
     SEEDFLOW_TEMPORAL_METRICS_PORT: String(metrics),
   }

@@ -124,6 +124,57 @@ describe('operating a run: awaiting an operator, retry, pause, resume, setHyperp
     )
   })
 
+  it('re-hashes what a rerun would reuse: a bit flipped in a rollout and in the final checkpoint makes it wait, naming both', async () => {
+    const runId = `rerun-${process.pid}`
+    const first = await start(runId)
+    assert.equal((await first.result()).outcome, 'completed')
+    const { stateDir, s3Bucket } = testServers()
+    const damaged = [keys.rollouts(runId, 0, 0), keys.checkpoint(runId, 0, 'model.safetensors')]
+    const originals = new Map<string, Buffer>()
+    for (const key of damaged) {
+      const file = join(stateDir, 's3-data', s3Bucket, PREFIX, key)
+      const original = await readFile(file)
+      originals.set(file, original)
+      const flipped = Buffer.from(original)
+      const at = Math.floor(flipped.length / 2)
+      flipped[at] = (flipped[at] as number) ^ 0x01 // one bit, same size: the store's recorded sha256 still answers a head
+      await writeFile(file, flipped, { flag: 'r+' })
+    }
+    const finishedBefore = await finishedPhases(store, runId)
+
+    // the same run id again: every phase is finished, so everything would be reused
+    const rerun = await start(runId)
+    const waiting = async (after?: string) => {
+      const wait = await until('awaiting-operator', async () => {
+        const w = (await rerun.query(statusQuery)).awaitingOperator
+        return w && w.since !== after ? w : undefined
+      })
+      assert.equal(wait.type, 'CorruptArtifact')
+      assert.equal(wait.phase, 'verifyRun')
+      for (const key of damaged) assert.ok(wait.message.includes(key), wait.message)
+      assert.match(wait.message, /2 stored artifacts it would reuse are damaged/)
+      return wait
+    }
+    const firstWait = await waiting()
+    const shown = await seedflow(['status', runId], env())
+    assert.equal(shown.code, 0, shown.err)
+    for (const key of damaged) assert.ok(shown.out.includes(key), shown.out)
+    assert.match(shown.out, /restore the artifact named above/)
+
+    // a retry with nothing repaired checks again and waits again
+    const unrepaired = await seedflow(['retry', runId], env())
+    assert.equal(unrepaired.code, 0, `${unrepaired.out}\n${unrepaired.err}`)
+    await waiting(firstWait.since)
+
+    for (const [file, original] of originals) await writeFile(file, original, { flag: 'r+' })
+    const retried = await seedflow(['retry', runId], env())
+    assert.equal(retried.code, 0, `${retried.out}\n${retried.err}`)
+    const result = await rerun.result()
+    assert.equal(result.outcome, 'completed')
+    // repaired in place: every phase reused, nothing computed under a new attempt
+    assert.deepEqual((await finishedPhases(store, runId)).sort(), [...finishedBefore].sort())
+  })
+
   it('fails a diverging update non-retryably naming the loss term, waits, and completes after retry with a smaller lr', async () => {
     const runId = `diverge-${process.pid}`
     const handle = await start(runId)

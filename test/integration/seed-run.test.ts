@@ -110,6 +110,10 @@ const activities: PipelineActivities = {
     await duringEvaluate?.(label)
     return summary('evaluate', {}, { success: 0.5 })
   },
+  async verifyRun() {
+    calls.push('verifyRun')
+    return { artifacts: 0, bytes: 0 }
+  },
   async recordHyperparameters({ run, change }) {
     calls.push(`hyperparameters:${change.seq}`)
     return { run: { ...run, configSha256: `h${change.seq}`.padEnd(64, '0') }, record: ref(`hp-${change.seq}`) }
@@ -433,6 +437,14 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     const result = await handle.result()
     assert.equal(result.outcome, 'completed')
     assert.equal(calls.filter((c) => c.startsWith('update:')).length, 2)
+    // the retry first re-hashes what the run may reuse, then runs the iteration again
+    const updates = calls.flatMap((c, i) => (c.startsWith('update:') ? [i] : []))
+    assert.deepEqual(
+      calls
+        .flatMap((c, i) => (c === 'verifyRun' ? [i] : []))
+        .map((i) => i > (updates[0] as number) && i < (updates[1] as number)),
+      [true],
+    )
     assert.deepEqual(result.checkpoint, checkpoint('it0'))
   })
 

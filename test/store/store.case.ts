@@ -12,6 +12,13 @@ export interface StoreFixture {
   /** Changes the stored bytes of `key` behind the store's back, keeping its recorded hash. */
   corrupt(key: string): Promise<void>
   cleanup(): Promise<void>
+  /** `count` store objects over one new, empty store (a new folder, a new bucket prefix): first callers racing. */
+  fresh(count: number): Promise<ArtifactStore[]>
+  /**
+   * The fixture's store reached another way, which must keep its identity: a `cp -a` copy of the folder, the same
+   * bucket and prefix through a second endpoint.
+   */
+  reachedAnotherWay(): Promise<ArtifactStore>
 }
 
 const MIB = 1024 * 1024
@@ -191,6 +198,31 @@ export function describeStoreConformance(name: string, makeFixture: () => Promis
       assert.equal(await store.head('del/x.txt'), undefined)
       await store.delete('del/x.txt')
       assert.deepEqual((await store.list('del/')).objects, [])
+    })
+
+    it('gives the same identity on every call, with its location', async () => {
+      const first = await store.identity()
+      assert.match(first.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+      assert.equal(first.location, store.location)
+      assert.deepEqual(await store.identity(), first)
+    })
+
+    it('gives one identity to 8 concurrent first callers on a new store, each with its own store object', async () => {
+      const stores = await fx.fresh(8)
+      const ids = await Promise.all(stores.map((s) => s.identity().then((i) => i.id)))
+      assert.equal(new Set(ids).size, 1, `ids: ${ids.join(', ')}`)
+    })
+
+    it('keeps the identity out of listings and keys', async () => {
+      await store.identity()
+      assert.ok((await store.list('')).objects.every((o) => !o.key.startsWith('.seedflow-')))
+      await assert.rejects(store.get('.seedflow-store.json'), InvalidKeyError)
+    })
+
+    it('keeps its identity when reached another way (a folder copied with cp -a; a bucket through another endpoint)', async () => {
+      const id = (await store.identity()).id
+      const other = await fx.reachedAnotherWay()
+      assert.equal((await other.identity()).id, id)
     })
 
     it('round-trips JSON', async () => {

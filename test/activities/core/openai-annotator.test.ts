@@ -18,7 +18,7 @@ import {
   type StoredReply,
 } from '../../../activities/core/openai-annotator.ts'
 import type { RolloutTrajectory } from '../../../activities/core/rollout.ts'
-import { classifyFailure, NON_RETRYABLE_TYPES } from '../../../activities/failures.ts'
+import { classifyFailure, FATAL_ERRORS, NON_RETRYABLE_TYPES } from '../../../activities/failures.ts'
 import { annotation } from '../../../activities/phases/annotate.ts'
 import { createLocalEngine } from '../../../engine/index.ts'
 import { type OpenAIAnnotatorConfig, parseRunConfig, type RunConfig } from '../../../seed/config.ts'
@@ -340,6 +340,34 @@ describe('Stage 1 with the OpenAI-compatible annotator', () => {
     const failed = skills.find((s) => s.failure?.code === 'request-failed')!
     assert.equal(failed.raw, '')
     assert.match(failed.failure!.reason, /HTTP 503/)
+  })
+
+  it('stops below stage1.minAnnotatedShare with the counts and the annotator named, writing no annotations', async () => {
+    process.env.SEEDFLOW_TEST_ANNOTATOR_KEY = KEY
+    after(() => {
+      delete process.env.SEEDFLOW_TEST_ANNOTATOR_KEY
+    })
+    const store = new FsArtifactStore(join(dir, 'shortfall'))
+    const run = { runId: 'annot-short', configSha256: 'c'.repeat(64) }
+    const strict = { ...config, stage1: { ...config.stage1, minAnnotatedShare: 0.75 } }
+    await assert.rejects(annotation(store, run, strict, policy, 0), (e: Error) => {
+      assert.equal(e.name, 'AnnotationShortfallError')
+      assert.equal(FATAL_ERRORS[e.name], 'AnnotationShortfall')
+      assert.ok(e.message.includes(`the annotator at ${server.baseUrl} (model fake-model`), e.message)
+      assert.match(e.message, /key from SEEDFLOW_TEST_ANNOTATOR_KEY on the worker/)
+      assert.match(
+        e.message,
+        /annotated 2 of 4 Stage 1 trajectories, fewer than stage1\.minAnnotatedShare 0\.75 of them \(1 requests failed after their retries, 1 answers did not parse\)/,
+      )
+      return true
+    })
+    assert.equal(await store.head(keys.sftAnnotations(run.runId, 0)), undefined)
+    // the default (half) accepts 2 of 4, reusing the replies the first attempt stored
+    const asked = server.seen.length
+    const accepted = await annotation(store, run, config, policy, 1)
+    assert.equal(accepted.stats.annotated, 2)
+    assert.equal(accepted.stats.repliesReused, 3)
+    assert.equal(server.seen.length - asked, 2, 'only the failed trajectory is asked again')
   })
 
   it('a retried annotate attempt reuses the stored replies; no stored object holds the key', async () => {

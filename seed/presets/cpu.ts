@@ -49,9 +49,7 @@ export const CPU_SOKOBAN = {
     temperature: 1,
     maxEnvSteps: 15,
     annotator: { kind: 'oracle' },
-    // with the base policy's own steps as acting data, 300 steps at 1e-3 taught the skill JSON but took
-    // acting from 38% to 23% and the skill-reading the teacher needs with it; replaying the warm-start's
-    // demonstrations keeps both (measured on 128 validation tasks: acting 38% → 51%, parse rate 0.75)
+    // acting data: the warm-start's demonstrations, which keep acting and skill-reading (docs/benchmarks.md §2)
     steps: 300,
     batchSize: 32,
     lr: 1e-3,
@@ -96,23 +94,10 @@ export const CPU_SOKOBAN = {
 } as const satisfies PresetInput
 
 /**
- * The built-in tiny model on household (ALFWorld-like), sized for 2 CPU cores. The expert searches from what the
- * agent sees (envs/README.md; ~13 steps a task), the compact prompt is ~160 tokens (task, last action, admissible
- * commands, observation). Behaviour cloning: batch 64 at lr 2e-3, the frame at weight 0.3 (the action is 3–8
- * tokens here, not sokoban's one), label noise 0.05 (the search keeps the clone imperfect). Measured on 48–96
- * validation tasks (2 cores, two runs sharing them): after 600 steps 2% success; after 1,200 steps (~50 min
- * shared) 4% at T = 0.4 and 8–16% at T = 1, where greedy decoding takes every decision of the expert's path but
- * "take" (go 64%, open 99%, move 82%, heat/cool/clean 100%, take 0%; sampled at T = 1, take 25%). Balancing
- * action kinds (`actionBalance` 0.5) did worse at 600 steps (go 40%, move 45%, take 0%). RL starts from the
- * T = 1 successes. Demonstrations think the expert's sub-goal first (`<think>find apple</think>`, expertThoughts):
- * after 600 steps 2.1% at T = 0.4 and 7.3% at T = 1 on 96 tasks (without thoughts 2% and 0%); the thoughts come
- * out right, but greedy "take" stays at 0% and actions still miscopy object numbers. Stage 2 is sized to at most
- * 1,440 step samples an iteration (6 tasks × 8 samples × 30 steps): four GRPO iterations from the 1,200-step
- * checkpoint (without thoughts) took ~65 s each and raised rollout success from 0% to 17% (48 episodes each).
- * The warm-start keeps its best validation check (keepBest; the 64-task checks swing by 10+ points between
- * checkpoints 300 steps apart). In bench:learning (three seeds) the clone starts at 3–10% (T = 0.4, 300 tasks),
- * Stage 1 (replaying the demonstrations at lr 1e-3) lowers that on two seeds of three, and `seed` ends at 16.7%
- * test-unseen on average, `grpo` at 15.9% (README "Learning benchmark").
+ * The built-in tiny model on household (ALFWorld-like), sized for 2 CPU cores: the expert searches from what the
+ * agent sees (envs/README.md), a compact prompt of ~160 tokens, behaviour cloning with the expert's sub-goal as the
+ * thought, kept at its best validation check; Stage 2 at most 1,440 step samples an iteration. What it reaches:
+ * docs/benchmarks.md §3.7.
  */
 const CPU_HOUSEHOLD = {
   ...CPU_SOKOBAN,

@@ -8,24 +8,16 @@ import { type RunConfig, type RunConfigInput, runConfig } from '../config.ts'
 
 /**
  * SmolLM2-135M-Instruct on household, sized so that a whole run takes about 2¾ hours on a 2-core machine
- * (the pieces: docs/benchmarks.md §6.7; the run: docs/benchmarks.md §6.8):
- * - the base model wrote no well-formed response on 24 validation tasks (720 of 720 steps invalid, 0 successes,
- *   with the compact prompt; the full prompt's first two steps were no better), so GRPO would get only zero
- *   advantages: it warm-starts by behaviour cloning on the expert's demonstrations (with its sub-goal as the
- *   thought, as the built-in household preset), 120 steps checked every 60 on 16 validation tasks, stopped at
- *   30%, keeping the best check (54 minutes; loss 1.01 → 0.12, every response well-formed);
+ * (docs/benchmarks.md §6.8):
+ * - the base model writes no well-formed household response, so it warm-starts by behaviour cloning on the expert's
+ *   demonstrations (the sub-goal as the thought), checked on 16 validation tasks, stopped at 30%, keeping the best;
  * - LoRA rank 16 (alpha 32) on all seven projections: the warm-start teaches a new output format and command
- *   grammar, for which adapters on the MLPs as well as attention are the usual choice, and a step costs about
- *   what q/v costs (docs/benchmarks.md §6.3: the frozen layers' activation gradients dominate either way);
- *   4.9M trained parameters, AdamW state of 37 MiB instead of 1 GiB. Stage 1 and Stage 2 go on training them;
- * - the compact prompt (~230 tokens with the chat template's system turn, at most ~400 with a skill; responses
- *   ≤ 30 tokens) and 15 steps: the expert needs 13 on average and finishes 70% of validation tasks within 15;
- * - Stage 1 on the oracle's annotations of 32 rollouts, 30 steps replaying the warm-start's demonstrations as
- *   acting data (25 minutes);
- * - Stage 2: 8 iterations of one task × 4 samples (at most 60 step samples, mini-batches of 16 with the layers
- *   recomputed), the analyzer prompt (1,100–1,200 tokens for a 15-step episode) and its JSON answer (the
- *   oracle's: ~100 tokens) inside 2,048 positions; lr 2e-5, 20× the paper's full fine-tuning rate, for adapters;
- * - evaluation on 16 validation tasks at T = 0.4 (6.5 minutes each): base, Stage 1 and at the end.
+ *   grammar, and a step costs about what q/v costs (docs/benchmarks.md §6.3); Stage 1 and Stage 2 go on training them;
+ * - the compact prompt and 15 steps (the expert finishes 70% of validation tasks within 15, docs/benchmarks.md §6.7);
+ * - Stage 1 on the oracle's annotations of 32 rollouts, replaying the warm-start's demonstrations as acting data;
+ * - Stage 2: 8 iterations of one task × 4 samples, the analyzer prompt and its JSON answer inside 2,048 positions;
+ *   lr 2e-5, 20× the paper's full fine-tuning rate, for adapters;
+ * - evaluation on 16 validation tasks at T = 0.4: base, Stage 1 and at the end.
  * A GPU would take the paper's sizes instead (docs/benchmarks.md §6.7).
  */
 function preset(folder: string): Omit<RunConfigInput, 'algorithm'> {

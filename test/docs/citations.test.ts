@@ -1,7 +1,9 @@
 // Every document the code and the READMEs cite is in the repository, and so is every section they cite:
 // `docs/design.md §7` needs a `## 7.` heading in docs/design.md, a path like `envs/README.md` needs the file, and
 // the team's notes outside the repository (which a clone cannot see) are never cited. This file names those notes
-// itself, so it leaves itself out of the checks of source files.
+// itself, so it leaves itself out of the checks of source files. Source files cite the reference documents only,
+// never the dated lab notes of docs/journal/ (the reference links to those), and docs/benchmarks.md stays a
+// reference: at most REFERENCE_MAX_LINES lines.
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -41,6 +43,17 @@ function walk(dir: string, keep: (path: string) => boolean, out: string[] = []):
 const sources = walk(PROJECT_ROOT, (p) => (SOURCE.test(p) || SCRIPTS.has(p)) && p !== SELF).sort()
 const markdown = walk(PROJECT_ROOT, (p) => p.endsWith('.md') && !p.startsWith('bench/results/')).sort()
 const docs = markdown.filter((p) => p.startsWith('docs/'))
+
+/** A citation of the dated lab notes: `docs/journal/…`, also relative (`../docs/journal/…`). */
+const JOURNAL = /(?:^|[^\w-])docs\/journal\b/
+const REFERENCE_MAX_LINES = 400
+
+/** The problem with `line` of a source file if it cites a journal entry, or none. */
+function journalCitation(where: string, line: string): string[] {
+  return JOURNAL.test(line)
+    ? [`${where}: cites docs/journal/, a dated lab note (cite a docs/benchmarks.md section)`]
+    : []
+}
 
 const HEADING = /^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s/
 
@@ -103,6 +116,23 @@ describe('citations in the code', () => {
     assert.deepEqual(found, [])
   })
 
+  it('finds a citation of the journal in a line, relative or not', () => {
+    assert.deepEqual(journalCitation('a.ts:3', '// measured in docs/journal/2026-12-issue-20-household.md'), [
+      'a.ts:3: cites docs/journal/, a dated lab note (cite a docs/benchmarks.md section)',
+    ])
+    assert.equal(journalCitation('a.ts:4', "import x from '../../docs/journal/x.md'").length, 1)
+    assert.deepEqual(journalCitation('a.ts:5', '// docs/benchmarks.md §3.7; my-docs/journal is not it'), [])
+  })
+
+  it('never cites the journal (docs/journal/), only reference sections', () => {
+    const found: string[] = []
+    for (const file of sources)
+      linesOf(file).forEach((line, i) => {
+        found.push(...journalCitation(`${file}:${i + 1}`, line))
+      })
+    assert.deepEqual(found, [])
+  })
+
   it('cites only documents and sections that exist', () => {
     const found: string[] = []
     for (const file of sources) {
@@ -143,6 +173,15 @@ describe('citations in the documents', () => {
       })
     }
     assert.deepEqual(found, [])
+  })
+
+  it('keeps docs/benchmarks.md a reference, its lab notes in docs/journal/', () => {
+    const lines = linesOf('docs/benchmarks.md').length - 1
+    assert.ok(lines <= REFERENCE_MAX_LINES, `docs/benchmarks.md has ${lines} lines, more than ${REFERENCE_MAX_LINES}`)
+    assert.ok(
+      markdown.some((p) => p.startsWith('docs/journal/')),
+      'docs/journal/ holds no entry',
+    )
   })
 
   it('numbers each section of a document once', () => {

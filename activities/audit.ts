@@ -5,15 +5,14 @@
 // the run. Artifacts that a retention record lists and that are gone are pruned, not broken. plan.json, run.json,
 // the manifests, retention records and hyperparameter changes are checked as artifacts too (their store record is
 // their only record). Damage never stops the walk: every damaged artifact is listed; only a failing store throws.
-import { createHash } from 'node:crypto'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
-import { IntegrityError, NotFoundError, StorePermissionError } from '../store/errors.ts'
-import { sha256Hex } from '../store/hash.ts'
+import { IntegrityError, StorePermissionError } from '../store/errors.ts'
+import { rehashStored, sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson } from '../store/json.ts'
 import { assertValidRunId, keys, PHASES } from '../store/keys.ts'
 import type { Manifest } from '../store/manifest.ts'
 import { type PrunedArtifact, readPrunedRecords } from '../store/pruned.ts'
-import type { RecordedHyperparameterChange } from './hyperparameters.ts'
+import { type RecordedHyperparameterChange, readHyperparameterChanges } from './hyperparameters.ts'
 import type { PhaseManifest } from './phase.ts'
 import type { RunRecord } from './record-run.ts'
 
@@ -38,6 +37,11 @@ export interface AuditReport {
   configSha256: string
   seedflowVersions: string[]
   manifests: { phase: number; iteration: number; retention: number }
+  /**
+   * The run's current manifests: of each phase shard and iteration manifest, the newest attempt (what a rerun can
+   * reuse; the older attempts are history), in walk order.
+   */
+  currentManifests: string[]
   /** Distinct blobs re-hashed, and their bytes. */
   artifacts: number
   bytes: number
@@ -87,6 +91,18 @@ function locate(runPrefix: string, key: string): Located | undefined {
   return undefined
 }
 
+/** Of each phase shard and iteration manifest, the key of its newest attempt (the attempt is `order`'s last). */
+function newestAttempts(located: readonly Located[]): string[] {
+  const newest = new Map<string, Located>()
+  for (const l of located) {
+    if (l.kind === 'retention') continue
+    const family = l.key.replace(/\.attempt-\d+(?=\.)/, '') // the first attempt's key
+    const seen = newest.get(family)
+    if (!seen || (seen.order.at(-1) as number) < (l.order.at(-1) as number)) newest.set(family, l)
+  }
+  return [...newest.values()].sort(compareOrder).map((l) => l.key)
+}
+
 function compareOrder(a: Located, b: Located): number {
   for (let i = 0; i < a.order.length; i++) {
     const d = (a.order[i] as number) - (b.order[i] as number)
@@ -109,22 +125,13 @@ async function rehashOnce(store: ArtifactStore, key: string): Promise<Hashed> {
   if (!(await store.head(key).catch((e) => (e instanceof IntegrityError ? true : Promise.reject(e))))) {
     return { missing: true }
   }
-  const hash = createHash('sha256')
-  let bytes = 0
-  try {
-    for await (const chunk of await store.getStream(key)) {
-      hash.update(chunk as Buffer)
-      bytes += (chunk as Buffer).length
-    }
-  } catch (error) {
-    if (error instanceof NotFoundError) return { missing: true }
-    if (!(error instanceof IntegrityError)) throw error
-    // the store's record disagrees: the bytes streamed before the check are all of them; without a stream
-    // (no recorded hash at all) the error carries the actual hash when the backend computed it
-    if (bytes === 0 && error.actual === undefined) return { unreadable: error.message }
-    if (bytes === 0 && error.actual !== undefined) return { sha256: error.actual, bytes: -1, refused: error.message }
-  }
-  return { sha256: hash.digest('hex'), bytes }
+  const read = await rehashStored(store, key)
+  if ('missing' in read) return read
+  if (read.refused === undefined || read.bytes > 0) return { sha256: read.sha256 as string, bytes: read.bytes }
+  // refused before the first byte (no recorded hash at all): the error carries the actual hash when the backend
+  // computed it
+  if (read.sha256 === undefined) return { unreadable: read.refused.message }
+  return { sha256: read.sha256, bytes: -1, refused: read.refused.message }
 }
 
 export async function auditRun(store: ArtifactStore, runId: string): Promise<AuditReport> {
@@ -236,7 +243,18 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
   }
 
   await checkPlan(store, runId, await hashOf(keys.runPlan(runId)), problem)
-  const changes = await readChanges(store, runId, problem)
+  const { changes, unreadable: unreadableChanges } = await readHyperparameterChanges(store, runId)
+  for (const { key, error } of unreadableChanges) {
+    const { expected, actual } = error instanceof IntegrityError ? error : { expected: undefined, actual: undefined }
+    problem({
+      kind: 'unreadable',
+      key,
+      manifest: key,
+      ...(expected ? { expected } : {}),
+      ...(actual ? { actual } : {}),
+      message: `${key}: ${error.message}`,
+    })
+  }
 
   // every manifest, read once (its own bytes checked by the store); lineage needs all of them before the walk
   const parsed = new Map<string, PhaseManifest | Manifest | Error>()
@@ -328,6 +346,7 @@ export async function auditRun(store: ArtifactStore, runId: string): Promise<Aud
     configSha256: record?.configSha256 ?? '',
     seedflowVersions: [...versions].sort(),
     manifests: counts,
+    currentManifests: newestAttempts(located),
     artifacts: [...hashed.values()].filter((h) => 'sha256' in h).length,
     bytes,
     links,
@@ -373,32 +392,4 @@ async function checkPlan(
     const message = `${key}: not a run plan (no whole numbers of iterations and shards)`
     problem({ kind: 'unreadable', ...at, actual: hashed.sha256, message })
   }
-}
-
-/** The run's hyperparameter changes by seq; a damaged change record is a problem, the others are still read. */
-async function readChanges(
-  store: ArtifactStore,
-  runId: string,
-  problem: (p: AuditProblem) => void,
-): Promise<RecordedHyperparameterChange[]> {
-  const out: RecordedHyperparameterChange[] = []
-  for await (const { key } of listAll(store, keys.hyperparametersPrefix(runId))) {
-    try {
-      out.push((await getJson(store, key)) as RecordedHyperparameterChange)
-    } catch (error) {
-      if (!(error instanceof IntegrityError || error instanceof SyntaxError || error instanceof NotFoundError))
-        throw error
-      const expected = error instanceof IntegrityError ? error.expected : undefined
-      const actual = error instanceof IntegrityError ? error.actual : undefined
-      problem({
-        kind: 'unreadable',
-        key,
-        manifest: key,
-        ...(expected ? { expected } : {}),
-        ...(actual ? { actual } : {}),
-        message: `${key}: ${(error as Error).message}`,
-      })
-    }
-  }
-  return out.sort((a, b) => a.seq - b.seq)
 }

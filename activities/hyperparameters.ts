@@ -5,10 +5,10 @@
 // after it (the phase wrapper recomputes it under a new attempt).
 import { parseRunConfig } from '../seed/config.ts'
 import { effectiveConfig, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
-import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
+import type { ArtifactStore } from '../store/artifact-store.ts'
 import { NotFoundError } from '../store/errors.ts'
 import { sha256Hex } from '../store/hash.ts'
-import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
+import { canonicalJson, getJson, putJsonIfAbsent, readJsonUnder, type UnreadableObject } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { ArtifactRef, HyperparameterChange, RunRef } from './contracts.ts'
 import { fatal } from './failures.ts'
@@ -96,14 +96,15 @@ export interface RecordedHyperparameterChange extends HyperparameterChange {
   configSha256: string
 }
 
-/** Every recorded change of a run, in the order accepted (what `seedflow audit` lists). */
+/**
+ * Every readable recorded change of a run, in the order accepted, and apart the records that could not be read
+ * (audit and the report name them and go on).
+ */
 export async function readHyperparameterChanges(
   store: ArtifactStore,
   runId: string,
-): Promise<RecordedHyperparameterChange[]> {
-  const out: RecordedHyperparameterChange[] = []
-  for await (const { key } of listAll(store, keys.hyperparametersPrefix(runId))) {
-    out.push((await getJson(store, key)) as RecordedHyperparameterChange)
-  }
-  return out.sort((a, b) => a.seq - b.seq)
+): Promise<{ changes: RecordedHyperparameterChange[]; unreadable: UnreadableObject[] }> {
+  const { read, unreadable } = await readJsonUnder(store, keys.hyperparametersPrefix(runId))
+  const changes = read.map((r) => r.value as RecordedHyperparameterChange).sort((a, b) => a.seq - b.seq)
+  return { changes, unreadable }
 }

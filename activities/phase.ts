@@ -3,9 +3,8 @@
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
 // with create-if-absent, so two workers racing on one shard agree on one result.
-import { createHash } from 'node:crypto'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
-import { IntegrityError, NotFoundError } from '../store/errors.ts'
+import { rehashStored } from '../store/hash.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
 import { wasPruned } from '../store/pruned.ts'
@@ -128,34 +127,15 @@ async function reusable<S>(
   const damaged: Damage[] = []
   for (const output of Object.values(manifest.outputs)) {
     const found = await rehashStored(store, output.key)
-    if (found === 'missing') {
+    if ('missing' in found) {
       if (await wasPruned(store, manifest.scope.runId, output)) continue
       return false
     }
-    if (found instanceof IntegrityError) damaged.push({ kind: 'hash', key: output.key, message: found.message })
+    if (found.refused) damaged.push({ kind: 'hash', key: output.key, message: found.refused.message })
     else if (found.sha256 !== output.sha256) return false // written again since, with its own record: not this manifest's
   }
   if (damaged.length > 0) throw new DamagedArtifactsError(manifest.scope.runId, damaged)
   return true
-}
-
-/**
- * The sha256 of an object's bytes, read in full now: `missing` when it is gone, the store's IntegrityError when
- * the bytes do not hash to what the store recorded for them (damaged in place).
- */
-async function rehashStored(
-  store: ArtifactStore,
-  key: string,
-): Promise<{ sha256: string } | 'missing' | IntegrityError> {
-  const hash = createHash('sha256')
-  try {
-    for await (const chunk of await store.getStream(key)) hash.update(chunk as Buffer)
-  } catch (error) {
-    if (error instanceof NotFoundError) return 'missing'
-    if (error instanceof IntegrityError) return error
-    throw error
-  }
-  return { sha256: hash.digest('hex') }
 }
 
 /** A phase shard, as hooks see it. */

@@ -27,16 +27,12 @@ export function describeStore(store: StoreRef): string {
   return `${store.id} (${store.location})`
 }
 
-/** The identity a worker's activities compare runs with: its own store's, read once (the store caches it too). */
+/**
+ * The identity a worker's activities compare runs with: its own store's (the store reads it once, and asks again
+ * after a failure).
+ */
 export function storeBinding(store: ArtifactStore) {
-  let own: Promise<StoreRef> | undefined
-  const identity = (): Promise<StoreRef> => {
-    own ??= store.identity().catch((error: unknown) => {
-      own = undefined // a store that could not be read is asked again by the next activity
-      throw error
-    })
-    return own
-  }
+  const identity = (): Promise<StoreRef> => store.identity()
   return {
     identity,
     /** Throws StoreMismatchError when `run` lives in another store; a run that records none is accepted. */

@@ -81,8 +81,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
   )
   const { target, uiUrl } = await resolveTemporal()
   const store = storeFromEnv(localPaths().artifacts, process.env, { onMultipartUpload: watchMultipartUpload })
-  await checkStoreAccess(store, runId)
-  const identity = await storeIdentity(store)
+  const identity = await checkStoreAccess(store)
   say(`artifacts in ${store.location} (store ${identity.id}: the run lives there, workers of another store refuse it)`)
   quietRuntime()
   const { connection, close } = await connectClient(target.connectionOptions as ConnectionOptions, target.remote)
@@ -186,15 +185,6 @@ async function endUnserved(client: Client, runId: string, reason: string, addres
       `that server answers, \`seedflow worker --run ${runId}\` continues it or \`temporal workflow terminate ` +
       `--workflow-id ${runId}\` ends it`
     )
-  }
-}
-
-/** The store's identity, which the run records (one store per run); a store that cannot say is a CliError. */
-async function storeIdentity(store: ArtifactStore): Promise<StoreIdentity> {
-  try {
-    return await store.identity()
-  } catch (error) {
-    throw new CliError(`cannot read the identity of the artifact store ${store.location}: ${boundedMessage(error)}`)
   }
 }
 

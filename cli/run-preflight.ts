@@ -3,8 +3,7 @@
 import { boundedMessage } from '../infra/bounded-text.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import type { RunConfig } from '../seed/config.ts'
-import type { ArtifactStore } from '../store/artifact-store.ts'
-import { keys } from '../store/keys.ts'
+import type { ArtifactStore, StoreIdentity } from '../store/artifact-store.ts'
 import { InvalidFaultSpec, validateFaultVariable } from '../workers/faults.ts'
 import { CliError } from './run-client.ts'
 
@@ -43,12 +42,12 @@ export function checkRunSettings(config: RunConfig, env: NodeJS.ProcessEnv = pro
 }
 
 /**
- * One read of the store with this command's credentials (the head of the run's record: absent is fine): a
+ * The store's identity, which the run records (one store per run), read with this command's credentials: a
  * refused or unreachable store stops the command before the workflow starts, not in its first phase.
  */
-export async function checkStoreAccess(store: ArtifactStore, runId: string): Promise<void> {
+export async function checkStoreAccess(store: ArtifactStore): Promise<StoreIdentity> {
   try {
-    await store.head(keys.runRecord(runId))
+    return await store.identity()
   } catch (error) {
     throw new CliError(
       `seedflow run cannot use the artifact store ${store.location}: ${boundedMessage(error)}; the workers of the ` +

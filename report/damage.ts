@@ -3,7 +3,7 @@
 // names each on the page and goes on, so one bad file never costs the whole report. Anything else (the store
 // unreachable, access refused, a bug) is no damage of the run and still throws.
 import { RescoreFormatError } from '../activities/rescore-format.ts'
-import { IntegrityError, NotFoundError } from '../store/errors.ts'
+import { isDamagedObject } from '../store/errors.ts'
 import { html, type Markup } from './html.ts'
 
 export interface DamagedArtifact {
@@ -12,13 +12,9 @@ export interface DamagedArtifact {
   reason: string
 }
 
+/** A damaged stored object (the store's isDamagedObject), or a rescore file that is not the rescore format. */
 export function isDamage(error: unknown): error is Error {
-  return (
-    error instanceof IntegrityError ||
-    error instanceof NotFoundError ||
-    error instanceof SyntaxError ||
-    error instanceof RescoreFormatError
-  )
+  return isDamagedObject(error) || error instanceof RescoreFormatError
 }
 
 /** A reader that needs every artifact (an export) met damaged ones: names each and why. */

@@ -5,7 +5,7 @@
 // each artifact is the one read.
 import { UnknownRunError } from '../activities/audit.ts'
 import type { RunPlan } from '../activities/contracts.ts'
-import type { RecordedHyperparameterChange } from '../activities/hyperparameters.ts'
+import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../activities/hyperparameters.ts'
 import { METRIC_PHASES } from '../activities/iteration-metrics.ts'
 import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
 import type { RunRecord } from '../activities/record-run.ts'
@@ -136,12 +136,8 @@ export async function readRunData(store: ArtifactStore, runId: string, listing?:
     }
   }
 
-  const hyperparameters: RecordedHyperparameterChange[] = []
-  for (const key of listing.under(keys.hyperparametersPrefix(runId))) {
-    const change = await json<RecordedHyperparameterChange>(key)
-    if (change) hyperparameters.push(change)
-  }
-  hyperparameters.sort((a, b) => a.seq - b.seq)
+  const { changes: hyperparameters, unreadable } = await readHyperparameterChanges(store, runId)
+  for (const { key, error } of unreadable) damage.note(key, error)
 
   const planned = plan?.iterations ?? null
   const lastIteration = planned === null ? undefined : planned - 1

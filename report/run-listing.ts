@@ -15,8 +15,6 @@ export interface RunListing {
   evaluations(): string[]
   /** The latest attempt of each shard manifest of a run-level phase (`sft/0000.manifest.json`, …). */
   stageManifests(phase: string): string[]
-  /** Every key under `prefix`, in the store's order. */
-  under(prefix: string): string[]
 }
 
 /** The highest attempt per name among keys `<name>[.attempt-N]<suffix>` under `folder`. */
@@ -57,6 +55,5 @@ export async function listRun(store: ArtifactStore, runId: string): Promise<RunL
     },
     evaluations: () => latestByName(all, `${prefix}eval/`, '.json'),
     stageManifests: (phase) => latestByName(all, `${prefix}${phase}/`, '.manifest.json'),
-    under: (folder) => all.filter((key) => key.startsWith(folder)),
   }
 }

@@ -35,6 +35,14 @@ export class IntegrityError extends Error {
   }
 }
 
+/**
+ * What reading a stored object throws when the object itself is damaged, not the store: bytes that fail the
+ * store's check, an object listed a moment ago and gone now, bytes that are not the JSON they should be (getJson).
+ */
+export function isDamagedObject(error: unknown): error is Error {
+  return error instanceof IntegrityError || error instanceof NotFoundError || error instanceof SyntaxError
+}
+
 /** The backing service cannot be reached: names the endpoint so the operator knows what to start. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError'

@@ -31,7 +31,7 @@ import { IntegrityError, NotFoundError } from './errors.ts'
 import { typedFsError } from './fs-errors.ts'
 import { errorCode, hashHandle, type Meta, Sidecars, TMP_DIR } from './fs-sidecars.ts'
 import { HashingStream, sha256Hex, VerifyingStream } from './hash.ts'
-import { IDENTITY_NAME, newIdentityRecord, parseIdentityRecord } from './identity.ts'
+import { IDENTITY_NAME, readOrCreateIdentity, sharedUntilFailure } from './identity.ts'
 import { assertValidKey, assertValidPrefix, RESERVED_PREFIX } from './key-check.ts'
 
 const NO_RECORD = 'no recorded checksum (a file placed by hand, or a write cut short)'
@@ -93,7 +93,7 @@ export class FsArtifactStore implements ArtifactStore {
   readonly location: string
   readonly #io: FsStoreIo
   readonly #sidecars: Sidecars
-  #identity: Promise<StoreIdentity> | undefined
+  readonly #identity = sharedUntilFailure(() => this.#writing(IDENTITY_NAME, () => this.#readOrCreateIdentity()))
 
   constructor(root: string, options: FsStoreOptions = {}) {
     this.root = resolve(root)
@@ -186,11 +186,7 @@ export class FsArtifactStore implements ArtifactStore {
   }
 
   identity(): Promise<StoreIdentity> {
-    this.#identity ??= this.#writing(IDENTITY_NAME, () => this.#readOrCreateIdentity()).catch((error: unknown) => {
-      this.#identity = undefined
-      throw error
-    })
-    return this.#identity
+    return this.#identity()
   }
 
   /**
@@ -232,7 +228,7 @@ export class FsArtifactStore implements ArtifactStore {
     try {
       return await read()
     } catch (error) {
-      throw typedFsError(error, { key, path: join(this.root, key), store: this.root, operation: 'read' })
+      throw typedFsError(error, { key, path: this.#dataPath(key), store: this.root, operation: 'read' })
     }
   }
 
@@ -259,25 +255,27 @@ export class FsArtifactStore implements ArtifactStore {
   /** The identity record at the root, created by link (create-if-absent) from a fully written temp file. */
   async #readOrCreateIdentity(): Promise<StoreIdentity> {
     const path = join(this.root, IDENTITY_NAME)
-    const read = () =>
-      readFile(path).then(
-        (bytes) => bytes,
-        (error: unknown) => (errorCode(error) === 'ENOENT' ? undefined : Promise.reject(error)),
-      )
-    let bytes = await read()
-    if (bytes === undefined) {
-      const tmp = await this.#writeTemp((p) => this.#io.writeFile(p, newIdentityRecord(), { flag: 'wx' }))
-      try {
-        await this.#io.link(tmp.path, path) // EEXIST: another caller created it first, and its id holds
-      } catch (error) {
-        if (errorCode(error) !== 'EEXIST') throw error
-      } finally {
-        await unlink(tmp.path).catch(() => {})
-      }
-      bytes = await read()
-      if (bytes === undefined) throw new Error(`${path} was created but cannot be read back`)
-    }
-    return { id: parseIdentityRecord(bytes, path), location: this.location }
+    const id = await readOrCreateIdentity(
+      {
+        read: () =>
+          readFile(path).then(
+            (bytes) => bytes,
+            (error: unknown) => (errorCode(error) === 'ENOENT' ? undefined : Promise.reject(error)),
+          ),
+        createIfAbsent: async (record) => {
+          const tmp = await this.#writeTemp((p) => this.#io.writeFile(p, record, { flag: 'wx' }))
+          try {
+            await this.#io.link(tmp.path, path) // EEXIST: another caller created it first, and its id holds
+          } catch (error) {
+            if (errorCode(error) !== 'EEXIST') throw error
+          } finally {
+            await unlink(tmp.path).catch(() => {})
+          }
+        },
+      },
+      path,
+    )
+    return { id, location: this.location }
   }
 
   async #writeTemp(write: (path: string) => Promise<void>): Promise<{ path: string; ino: number }> {

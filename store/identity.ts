@@ -34,3 +34,35 @@ export function parseIdentityRecord(bytes: Uint8Array, where: string): string {
   }
   return parsed.data.id
 }
+
+/** How a backend reads its identity record (undefined: there is none) and creates it if absent (false: it existed). */
+export interface IdentityRecordIo {
+  read(): Promise<Uint8Array | undefined>
+  createIfAbsent(record: Buffer): Promise<unknown>
+}
+
+/**
+ * The id at a store's root: read, else created with the backend's create-if-absent write (concurrent first callers
+ * agree: the first creator's record holds) and read back. `where` names the record in errors.
+ */
+export async function readOrCreateIdentity(io: IdentityRecordIo, where: string): Promise<string> {
+  let bytes = await io.read()
+  if (bytes === undefined) {
+    await io.createIfAbsent(newIdentityRecord())
+    bytes = await io.read()
+    if (bytes === undefined) throw new Error(`${where} was created but cannot be read back`)
+  }
+  return parseIdentityRecord(bytes, where)
+}
+
+/** `load`, run once and its promise shared, until it fails: the next call then tries again. */
+export function sharedUntilFailure<T>(load: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined
+  return () => {
+    pending ??= load().catch((error: unknown) => {
+      pending = undefined
+      throw error
+    })
+    return pending
+  }
+}

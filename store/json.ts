@@ -1,5 +1,5 @@
-import type { ArtifactStore, CreateResult, ObjectInfo } from './artifact-store.ts'
-import { IntegrityError } from './errors.ts'
+import { type ArtifactStore, type CreateResult, listAll, type ObjectInfo } from './artifact-store.ts'
+import { IntegrityError, isDamagedObject } from './errors.ts'
 import { sha256Hex } from './hash.ts'
 
 /** Stable JSON: two-space indent, trailing newline, so equal values give equal bytes and equal hashes. */
@@ -37,6 +37,33 @@ export async function getJson(store: ArtifactStore, key: string, sha256?: string
   } catch (error) {
     throw new SyntaxError(`${key} is not valid JSON: ${(error as Error).message}`)
   }
+}
+
+/** A stored object that could not be read as JSON, and why (isDamagedObject). */
+export interface UnreadableObject {
+  key: string
+  error: Error
+}
+
+/**
+ * Every JSON object under `prefix`, in key order, and apart the damaged ones (a record's readers report them and go
+ * on, as audit and the report do). A store that fails still throws.
+ */
+export async function readJsonUnder(
+  store: ArtifactStore,
+  prefix: string,
+): Promise<{ read: Array<{ key: string; value: unknown }>; unreadable: UnreadableObject[] }> {
+  const read: Array<{ key: string; value: unknown }> = []
+  const unreadable: UnreadableObject[] = []
+  for await (const { key } of listAll(store, prefix)) {
+    try {
+      read.push({ key, value: await getJson(store, key) })
+    } catch (error) {
+      if (!isDamagedObject(error)) throw error
+      unreadable.push({ key, error })
+    }
+  }
+  return { read, unreadable }
 }
 
 /** JSON with object keys sorted at every level, so equal values hash equally whatever their key order. */

@@ -1,9 +1,8 @@
 // The retention records of a run (runs/{run}/retention/{k}.json): manifests whose every entry is marked pruned,
 // each written before its blobs are deleted, so no deletion goes unrecorded. Read by the phase wrapper (a phase
 // whose output was pruned on purpose is still finished), the iteration record, retention itself and audit.
-import { type ArtifactStore, listAll } from './artifact-store.ts'
-import { IntegrityError, NotFoundError } from './errors.ts'
-import { getJson } from './json.ts'
+import type { ArtifactStore } from './artifact-store.ts'
+import { readJsonUnder, type UnreadableObject } from './json.ts'
 import { keys } from './keys.ts'
 import type { Manifest, ManifestEntry, Pruning } from './manifest.ts'
 
@@ -16,12 +15,6 @@ export interface PrunedArtifact {
   record: string
 }
 
-/** A retention record that could not be read (damaged, unrecorded, not JSON), with why. */
-export interface UnreadableRecord {
-  key: string
-  error: Error
-}
-
 /**
  * Every artifact the run's readable retention records list, by key (a key listed twice keeps its first record),
  * and the records that could not be read: audit reports those and goes on. A store that fails still throws.
@@ -29,18 +22,11 @@ export interface UnreadableRecord {
 export async function readPrunedRecords(
   store: ArtifactStore,
   runId: string,
-): Promise<{ pruned: Map<string, PrunedArtifact>; unreadable: UnreadableRecord[] }> {
+): Promise<{ pruned: Map<string, PrunedArtifact>; unreadable: UnreadableObject[] }> {
   const pruned = new Map<string, PrunedArtifact>()
-  const unreadable: UnreadableRecord[] = []
-  for await (const { key: record } of listAll(store, keys.retentionPrefix(runId))) {
-    let manifest: Manifest
-    try {
-      manifest = (await getJson(store, record)) as Manifest
-    } catch (error) {
-      if (!isDamage(error)) throw error
-      unreadable.push({ key: record, error: error as Error })
-      continue
-    }
+  const { read, unreadable } = await readJsonUnder(store, keys.retentionPrefix(runId))
+  for (const { key: record, value } of read) {
+    const manifest = value as Manifest | null
     const artifacts = manifest !== null && typeof manifest === 'object' ? (manifest.artifacts ?? {}) : {}
     for (const [key, entry] of Object.entries(artifacts) as Array<[string, ManifestEntry]>) {
       if (!entry?.pruned || pruned.has(key)) continue
@@ -55,11 +41,6 @@ export async function readPruned(store: ArtifactStore, runId: string): Promise<M
   const { pruned, unreadable } = await readPrunedRecords(store, runId)
   if (unreadable[0]) throw unreadable[0].error
   return pruned
-}
-
-/** What a damaged record throws when read: the store's check, a vanished object, bytes that are not JSON. */
-function isDamage(error: unknown): boolean {
-  return error instanceof IntegrityError || error instanceof NotFoundError || error instanceof SyntaxError
 }
 
 /** True when `key` with this sha256 was pruned on purpose by the run's retention. */

@@ -25,7 +25,7 @@ import {
 } from './artifact-store.ts'
 import { IntegrityError, NotFoundError } from './errors.ts'
 import { HashingStream, sha256Hex, VerifyingStream } from './hash.ts'
-import { IDENTITY_NAME, newIdentityRecord, parseIdentityRecord } from './identity.ts'
+import { IDENTITY_NAME, readOrCreateIdentity, sharedUntilFailure } from './identity.ts'
 import { assertValidKey, assertValidPrefix, RESERVED_PREFIX } from './key-check.ts'
 import { accessRefusalCode, classifyS3Error, httpStatus } from './s3-errors.ts'
 
@@ -72,7 +72,7 @@ export class S3ArtifactStore implements ArtifactStore {
   readonly #endpointName: string
   readonly #accessKeyId: string | undefined
   readonly #onMultipartUpload: MultipartWatcher | undefined
-  #identity: Promise<StoreIdentity> | undefined
+  readonly #identity = sharedUntilFailure(() => this.#readOrCreateIdentity())
 
   constructor(options: S3StoreOptions) {
     if (options.prefix !== '') assertValidPrefix(options.prefix)
@@ -143,11 +143,7 @@ export class S3ArtifactStore implements ArtifactStore {
   }
 
   identity(): Promise<StoreIdentity> {
-    this.#identity ??= this.#readOrCreateIdentity().catch((error: unknown) => {
-      this.#identity = undefined
-      throw error
-    })
-    return this.#identity
+    return this.#identity()
   }
 
   async get(key: string): Promise<Buffer> {
@@ -257,28 +253,28 @@ export class S3ArtifactStore implements ArtifactStore {
   /** The identity record at the prefix root, created with the conditional write when absent. */
   async #readOrCreateIdentity(): Promise<StoreIdentity> {
     const where = `s3://${this.#bucket}/${this.#full(IDENTITY_NAME)} @ ${this.#endpointName}`
-    const read = async (): Promise<Uint8Array | undefined> => {
-      try {
-        const out = await this.#call(
-          `GetObject ${IDENTITY_NAME}`,
-          () => this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#full(IDENTITY_NAME) })),
-          IDENTITY_NAME,
-        )
-        if (!out.Body) throw new Error(`GetObject ${IDENTITY_NAME} returned no body`)
-        return await out.Body.transformToByteArray()
-      } catch (error) {
-        if (error instanceof NotFoundError) return undefined
-        throw error
-      }
-    }
-    let bytes = await read()
-    if (bytes === undefined) {
-      const record = newIdentityRecord()
-      await this.#createIfAbsent({ key: IDENTITY_NAME, sha256: sha256Hex(record), bytes: record.byteLength }, record)
-      bytes = await read()
-      if (bytes === undefined) throw new Error(`${where} was created but cannot be read back`)
-    }
-    return { id: parseIdentityRecord(bytes, where), location: this.location }
+    const id = await readOrCreateIdentity(
+      {
+        read: async () => {
+          try {
+            const out = await this.#call(
+              `GetObject ${IDENTITY_NAME}`,
+              () => this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#full(IDENTITY_NAME) })),
+              IDENTITY_NAME,
+            )
+            if (!out.Body) throw new Error(`GetObject ${IDENTITY_NAME} returned no body`)
+            return await out.Body.transformToByteArray()
+          } catch (error) {
+            if (error instanceof NotFoundError) return undefined
+            throw error
+          }
+        },
+        createIfAbsent: (record) =>
+          this.#createIfAbsent({ key: IDENTITY_NAME, sha256: sha256Hex(record), bytes: record.byteLength }, record),
+      },
+      where,
+    )
+    return { id, location: this.location }
   }
 
   /** One PUT carrying the sha256 as metadata, so object and hash become visible together. */

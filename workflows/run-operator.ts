@@ -35,6 +35,7 @@ import {
   setRunSignal,
 } from './operator.ts'
 import { OperatorGate } from './operator-gate.ts'
+import { enterPhase } from './phase-boundary.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
 import { type IterationInput, type IterationResult, seedIteration } from './seed-iteration.ts'
 
@@ -49,6 +50,20 @@ export interface OperatorCarry {
 }
 
 type Signal = typeof pauseSignal | typeof resumeSignal | typeof abortSignal
+
+/** How a phase of the run shows itself and where its failure belongs (RunOperator.phase). */
+export interface RunPhaseOptions {
+  /** The iteration a failure of the phase belongs to (−1, the default, before Stage 2). */
+  iteration?: number
+  /**
+   * The phase shows itself as its boundary's name: SeedPhase, then the status's phase (stage1, fork, annotate).
+   * Otherwise its body shows it (evaluate, again on a retry), its child does (an iteration), or the status keeps
+   * the phase it holds (prepare).
+   */
+  shows?: boolean
+  /** Status fields set once the boundary is passed (an iteration: its phase and number). */
+  status?: Partial<RunProgress>
+}
 
 export class RunOperator {
   /** The RunRef the next phases run under: the planned run, or its changed configuration. */
@@ -186,9 +201,17 @@ export class RunOperator {
     }
   }
 
-  /** A phase boundary of the parent before `next` (shown while held): waits while paused; ends the run when aborted. */
-  boundary(next: string): Promise<void> {
-    return this.gate.boundary(next)
+  /**
+   * One phase of the run: its boundary before `next` (workflows/phase-boundary.ts: waits while paused, ends the run
+   * when aborted, shows the phase), then `body`, which waits for an operator when it fails (orWait).
+   */
+  async phase<T>(next: string, body: () => Promise<T>, options: RunPhaseOptions = {}): Promise<T> {
+    const { status } = this
+    await enterPhase(this.gate, next, {
+      ...(options.shows ? { seedPhase: next } : {}),
+      status: () => Object.assign(status, options.shows ? { phase: next } : {}, options.status),
+    })
+    return this.orWait(options.iteration ?? -1, body)
   }
 
   /** Runs iteration `input.iteration` as the child `<run>/iter-<k>`, forwarding the operator's signals to it. */
@@ -259,7 +282,7 @@ export class RunOperator {
         retried = true
         Object.assign(status, { phase, awaitingOperator: null })
         if (!this.aborted) upsertSearchAttributes([{ key: SEED_PHASE, value: phase }]) // no longer listed as waiting
-        await this.boundary(phase) // an abort while waiting ends the run here; a pause holds the retry
+        await this.gate.boundary(phase) // an abort while waiting ends the run here; a pause holds the retry
       }
     }
   }

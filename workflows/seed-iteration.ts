@@ -1,11 +1,11 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
-import { ApplicationFailure, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow'
+import { ApplicationFailure, log, setHandler } from '@temporalio/workflow'
 import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
 import { control, modelQueues } from './activity-proxies.ts'
 import { ABORTED_TYPE, type IterationStatus, iterationStatusQuery, setRunSignal } from './operator.ts'
 import { OperatorGate } from './operator-gate.ts'
-import { SEED_ITERATION, SEED_PHASE } from './search-attributes.ts'
+import { enterPhase } from './phase-boundary.ts'
 
 export interface IterationInput {
   run: RunRef
@@ -25,14 +25,6 @@ export interface IterationResult {
   metrics: ArtifactRef
   /** manifest.json: every artifact of the iteration, written last. */
   manifest: ArtifactRef
-}
-
-/** Shows the running phase in the Web UI and in visibility queries (`SeedPhase = "rollout"`). */
-function phase(name: string, iteration: number): void {
-  upsertSearchAttributes([
-    { key: SEED_PHASE, value: name },
-    { key: SEED_ITERATION, value: iteration },
-  ])
 }
 
 /** A named output of a phase; its absence breaks the contract between workflow and activities. */
@@ -94,13 +86,17 @@ function operatorHold(it: IterationInput) {
   })
   return {
     /**
-     * Between phases: waits while paused, stops when aborted, then shows `name` as the running phase; returns
-     * the RunRef the phase runs under.
+     * Between phases: waits while paused, stops when aborted, then shows `name` as the running phase (SeedPhase,
+     * SeedIteration, the status query); returns the RunRef the phase runs under.
      */
     async next(name: string): Promise<RunRef> {
-      await gate.boundary(name)
-      phaseName = name
-      phase(name, it.iteration)
+      await enterPhase(gate, name, {
+        seedPhase: name,
+        iteration: it.iteration,
+        status: () => {
+          phaseName = name
+        },
+      })
       return run
     },
   }

@@ -124,23 +124,21 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
     const first = state.iteration
     const row = ALGORITHMS[state.plan.algorithm]
     while (row.rl && state.iteration < state.plan.iterations) {
-      await operator.boundary(`iteration ${state.iteration}`)
       const k = state.iteration
-      Object.assign(status, { phase: 'iteration', iteration: k })
-      const analyzer =
-        row.analyzer === 'current' ? state.acting : row.analyzer === 'stage1' ? state.fixedAnalyzer : null
       const s = state
-      const result = await operator.orWait(k, () =>
-        operator.iteration({ plan: s.plan, iteration: k, acting: s.acting, reference: s.reference, analyzer }),
+      const analyzer = row.analyzer === 'current' ? s.acting : row.analyzer === 'stage1' ? s.fixedAnalyzer : null
+      const result = await operator.phase(
+        `iteration ${k}`,
+        () => operator.iteration({ plan: s.plan, iteration: k, acting: s.acting, reference: s.reference, analyzer }),
+        { iteration: k, status: { phase: 'iteration', iteration: k } },
       )
       state.acting = result.checkpoint
       state.iteration = k + 1
       const last = state.iteration === state.plan.iterations
       status.iteration = state.iteration
       if (last || state.iteration % state.plan.evalEvery === 0) {
-        await operator.boundary('evaluate')
         const target: EvaluationTarget = { kind: 'iteration', iteration: k }
-        await operator.orWait(k, () => evaluate(s, operator, target, status, last))
+        await operator.phase('evaluate', () => evaluate(s, operator, target, status, last), { iteration: k })
       }
       if (!last && (state.iteration - first >= state.plan.iterationsPerRun || workflowInfo().continueAsNewSuggested)) {
         await condition(allHandlersFinished)
@@ -220,8 +218,7 @@ async function start(input: SeedRunInput, status: RunProgress, operator: RunOper
   if (plan.fork) return forked(run, plan, status, operator)
   const { trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
-  await operator.boundary('prepare')
-  const base = await operator.orWait(-1, () => trainQueue.prepare({ run: current() }))
+  const base = await operator.phase('prepare', () => trainQueue.prepare({ run: current() }))
   const state: RunState = {
     run,
     plan,
@@ -232,8 +229,7 @@ async function start(input: SeedRunInput, status: RunProgress, operator: RunOper
     evaluations: status.evaluations,
   }
   await annotate(state, status, operator)
-  await operator.boundary('evaluate')
-  await operator.orWait(-1, () => evaluate(state, operator, { kind: 'base' }, status, true))
+  await operator.phase('evaluate', () => evaluate(state, operator, { kind: 'base' }, status, true))
   return stage1(state, status, operator)
 }
 
@@ -244,16 +240,12 @@ async function stage1(state: RunState, status: RunProgress, operator: RunOperato
   const current = () => operator.run as RunRef
   const base = state.acting
   if (needsStage1(row)) {
-    await operator.boundary('stage1')
-    upsertSearchAttributes([{ key: SEED_PHASE, value: 'stage1' }])
-    status.phase = 'stage1'
-    const sft = await operator.orWait(-1, () => trainQueue.stage1({ run: current(), base }))
+    const sft = await operator.phase('stage1', () => trainQueue.stage1({ run: current(), base }), { shows: true })
     recordAnnotation(status, sft)
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
-    await operator.boundary('evaluate')
-    await operator.orWait(-1, () => evaluate(state, operator, { kind: 'stage1' }, status, true))
+    await operator.phase('evaluate', () => evaluate(state, operator, { kind: 'stage1' }, status, true))
   }
   return state
 }
@@ -266,10 +258,7 @@ async function stage1(state: RunState, status: RunProgress, operator: RunOperato
 async function forked(run: RunRef, plan: RunPlan, status: RunProgress, operator: RunOperator): Promise<RunState> {
   const { trainQueue } = modelQueues(plan)
   const current = () => operator.run as RunRef
-  await operator.boundary('fork')
-  upsertSearchAttributes([{ key: SEED_PHASE, value: 'fork' }])
-  status.phase = 'fork'
-  const copied = await operator.orWait(-1, () => trainQueue.fork({ run: current() }))
+  const copied = await operator.phase('fork', () => trainQueue.fork({ run: current() }), { shows: true })
   const state: RunState = {
     run,
     plan,
@@ -290,14 +279,12 @@ async function annotate(state: RunState, status: RunProgress, operator: RunOpera
   const row = ALGORITHMS[state.plan.algorithm]
   if (!needsLibrary(row) || needsStage1(row)) return
   const { rolloutQueue } = modelQueues(state.plan)
-  await operator.boundary('annotate')
-  upsertSearchAttributes([{ key: SEED_PHASE, value: 'annotate' }])
-  status.phase = 'annotate'
   const base = state.acting
-  recordAnnotation(
-    status,
-    await operator.orWait(-1, () => rolloutQueue.annotate({ run: operator.run as RunRef, base })),
-  )
+  const current = () => operator.run as RunRef
+  const annotated = await operator.phase('annotate', () => rolloutQueue.annotate({ run: current(), base }), {
+    shows: true,
+  })
+  recordAnnotation(status, annotated)
 }
 
 /** Stage 1's annotation counts, from the stats its manifest records, into the run's status. */

@@ -34,3 +34,21 @@ test('seedRun (the same fork, its evaluations recorded once every split is done:
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'fork-row')
 })
+
+test('seedRun (a failed iteration awaiting an operator, paused, retried held at its boundary, resumed) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-retry-paused'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'flaky-row')
+})
+
+test('seedRun (a failed iteration awaiting an operator, then aborted) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-abort-waiting'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'diverging-row')
+})
+
+test('seedIteration (paused during rollout, a changed RunRef, resumed before analyze) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-iteration-paused'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'pause-8538/iter-0')
+})

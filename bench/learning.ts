@@ -5,12 +5,21 @@
 // from the base or from Stage 1 (the row's start), so the rows of one seed share one warm-start and one Stage 1
 // and see the same tasks per iteration (the iteration seed does not depend on the row). Resumable: an
 // (env, row, seed) already in the results file is skipped, and a run id that already finished is read, not
-// rerun (its phases are reused from the store when the dev server's state is gone); a seed's shared start (its base
-// and Stage 1 runs) is bundled into bench/results/learning-starts/ once made and restored from there on another
-// machine, so the rows of one seed can run in different sessions from the same warm-start. Results go to
+// rerun (its phases are reused from the store when the dev server's state is gone). Results go to
 // bench/results/learning.json after each (env, row, seed) leg, with the leg's per-iteration diagnostics in
 // bench/results/learning-runs/, then the table and plot are rebuilt (bench/learning-report.ts), with what
 // orchestration cost per iteration (Temporal time beside compute time); `--commit` commits them as each leg ends.
+// Starts (issue 42): the seeds' shared starts (base and Stage 1 runs) are made first, at ONE ORT thread whatever
+// `--threads` says for the rows (one thread is bit-reproducible on one machine), and checked against their record,
+// bench/results/learning-starts.json (the sha256 of every checkpoint file; bench/learning-starts.ts): a start
+// whose bytes differ is refused, naming both hashes. Their stored objects are not in the tree: each start is
+// bundled (bench/run-bundle.ts) into a cache folder of this machine (`--starts`, default
+// $SEEDFLOW_CACHE_DIR/learning-starts, else ~/.cache/seedflow/learning-starts) and restored from there into a fresh
+// store; a start that is neither there nor in the store is made again by the pipeline. To regenerate starts from
+// nothing and check them (a fresh store and dev server: SEEDFLOW_HOME=<empty folder>):
+//   npm run bench:learning -- --regenerate-starts --envs household --seeds 3 [--start-runs base|stage1]
+// `--record-starts` records a start whose checkpoints differ as the new reference (another machine, changed code),
+// the old one kept in its history.
 // Usage: npm run bench:learning [-- --envs sokoban --rows seed,grpo --seeds 1,2,3 --eval-tasks 1000 --commit]
 // A hyperparameter sweep evaluates on validation only, under its own run ids and results file:
 //   npm run bench:learning -- --rows seed --set stage2.opdCoef=1 --splits validation --prefix sweep \
@@ -18,7 +27,7 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client'
@@ -30,17 +39,30 @@ import { localPaths } from '../infra/local-stack.ts'
 import { ALGORITHMS, type AlgorithmName, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { parseRunConfig, type RunConfig, type RunEnvName } from '../seed/config.ts'
 import { cpuPreset } from '../seed/presets/cpu.ts'
-import type { ArtifactStore } from '../store/artifact-store.ts'
+import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { latestAttempt } from '../store/attempts.ts'
 import { storeFromEnv } from '../store/from-env.ts'
-import { getJson } from '../store/json.ts'
+import { sha256Hex } from '../store/hash.ts'
+import { canonicalJson, getJson } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import { createLocalWorker, type LocalWorker } from '../workers/local.ts'
 import { TASK_QUEUES } from '../workers/task-queues.ts'
 import { type Evaluation, type SeedRunResult, seedRun } from '../workflows/seed-run.ts'
 import { type LearningEntry, type LearningResults, writeLearningReport } from './learning-report.ts'
+import {
+  checkpointDifferences,
+  checkpointsOf,
+  checkStart,
+  readStartsRecord,
+  STARTS_RECORD,
+  StartMismatchError,
+  startsCache,
+  storedCheckpoints,
+  withStart,
+  writeStartsRecord,
+} from './learning-starts.ts'
 import { orchestrationShare } from './orchestration.ts'
-import { bundleRun, restoreRun } from './run-bundle.ts'
+import { bundleRun, readBundle, restoreRun } from './run-bundle.ts'
 
 /** Rows the benchmark runs: those that evaluate without skills in the prompt. */
 const BENCH_ROWS = ['seed', 'grpo', 'seed-oracle', 'seed-static', 'seed-library', 'seed-no-sft'] as const
@@ -74,10 +96,22 @@ const args = parseArgs({
     /** Where each leg's per-iteration diagnostics go (one JSON file per env, row and seed). */
     runs: { type: 'string', default: 'bench/results/learning-runs' },
     /**
-     * Where each seed's shared start (its base and Stage 1 runs' stored objects) is kept, so the rows of a seed can
-     * be run in later sessions, on other machines, from the same warm-start and Stage 1 (bench/run-bundle.ts).
+     * Where each seed's shared start (its base and Stage 1 runs' stored objects, bench/run-bundle.ts) is kept on this
+     * machine, so the rows of a seed can run in later sessions from the same warm-start and Stage 1: a cache folder
+     * outside the tree (bench/learning-starts.ts).
      */
-    starts: { type: 'string', default: 'bench/results/learning-starts' },
+    starts: { type: 'string', default: startsCache() },
+    /** The committed record of the starts' checkpoints, which every start made or restored is checked against. */
+    'starts-record': { type: 'string', default: STARTS_RECORD },
+    /**
+     * Make the starts (`--start-runs`) of `--envs` × `--seeds` from nothing at one ORT thread, check them against
+     * their record and bundle them in `--starts`; no rows. The store must not hold those runs (a fresh SEEDFLOW_HOME).
+     */
+    'regenerate-starts': { type: 'boolean', default: false },
+    /** Which starts `--regenerate-starts` makes: base, stage1 or both (Stage 1's base is then restored, or made). */
+    'start-runs': { type: 'string', default: 'base,stage1' },
+    /** Record starts whose checkpoints differ from their record as the new reference (the old kept in history). */
+    'record-starts': { type: 'boolean', default: false },
     /** Prefix of the benchmark's run ids (another prefix starts over). */
     prefix: { type: 'string', default: 'lb' },
     /** ORT threads of the in-process worker's engine (SEEDFLOW_ORT_THREADS). */
@@ -125,6 +159,10 @@ function splitsOf(env: RunEnvName): [Split, ...Split[]] {
   return kept as [Split, ...Split[]]
 }
 for (const env of envs) splitsOf(env)
+const startRuns = list(args['start-runs'])
+for (const kind of startRuns) {
+  if (kind !== 'base' && kind !== 'stage1') throw new Error(`--start-runs: ${kind} is not base or stage1`)
+}
 
 /** Commits `paths` and nothing else that is staged; retried while another git process holds the index. */
 function commitPaths(message: string, paths: readonly string[]): void {
@@ -280,24 +318,119 @@ async function runToEnd(client: Client, id: string, c: RunConfig): Promise<SeedR
   return watched(client, id, started.result())
 }
 
+/** Which start a run is, for its record. */
+interface StartOf {
+  env: RunEnvName
+  seed: number
+  kind: 'base' | 'stage1'
+  forkedFrom?: string
+}
+
+/** The config hash a run was recorded with (its run.json). */
+async function recordedConfig(id: string): Promise<string> {
+  return ((await getJson(store, keys.runRecord(id))) as { configSha256: string }).configSha256
+}
+
+async function hasObjects(id: string): Promise<boolean> {
+  for await (const _ of listAll(store, keys.runPrefix(id))) return true
+  return false
+}
+
+/** The command that regenerates a start (the benchmark's settings that shape its config, and the start's run). */
+function regenerateCommand(start: StartOf): string {
+  const extra = [
+    args.prefix !== 'lb' ? `--prefix ${args.prefix}` : '',
+    args['eval-tasks'] !== undefined ? `--eval-tasks ${args['eval-tasks']}` : '',
+    args['curve-every'] !== '4' ? `--curve-every ${args['curve-every']}` : '',
+    args.splits !== undefined ? `--splits ${args.splits}` : '',
+  ].filter(Boolean)
+  return [
+    'npm run bench:learning -- --regenerate-starts',
+    `--envs ${start.env} --seeds ${start.seed} --start-runs ${start.kind}`,
+    ...extra,
+  ].join(' ')
+}
+
+/** How this machine made a start (for its record). */
+function madeBy(): string {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() || 'unknown'
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).stdout.trim()
+  const cpu = cpus()
+  return (
+    `bench:learning at 1 ORT thread, ${new Date().toISOString().slice(0, 10)}, commit ${head}${dirty ? ' with uncommitted changes' : ''}, ` +
+    `on ${cpu[0]?.model ?? 'an unknown CPU'} (${cpu.length} cores)`
+  )
+}
+
 /**
- * Runs a seed's shared start (its base or Stage 1 run) to its end, from the bundle in `--starts` when one is
- * there (restored into the store first, so the pipeline reuses its stored phases instead of training them again
- * on this machine, whose kernels may round differently), and bundles it there once it has ended (committed with
- * `--commit`), so the seed's other rows can run from it in another session.
+ * Runs a seed's shared start (its base or Stage 1 run) to its end at one ORT thread and checks its checkpoints
+ * against their record (`--starts-record`), refusing a start whose bytes differ (bench/learning-starts.ts). The
+ * start comes from this machine's bundle in `--starts` when one is there (checked, then restored into the store,
+ * so the pipeline reuses its stored phases instead of training them again), else from the store, else the
+ * pipeline makes it; once made it is bundled there. A start without a record is recorded (committed with
+ * `--commit`); `--record-starts` replaces a differing record, keeping the old one in its history. With
+ * `--regenerate-starts` the start is made from nothing (the store must not hold the run) and the bundle replaced.
  */
-async function sharedStart(client: Client, id: string, c: RunConfig): Promise<SeedRunResult> {
+async function sharedStart(client: Client, id: string, c: RunConfig, start: StartOf): Promise<SeedRunResult> {
   const file = join(args.starts, `${id}.jsonl.gz`)
-  if (existsSync(file)) {
+  const recordFile = args['starts-record']
+  const recorded = readStartsRecord(recordFile).starts[id]
+  const regenerate = args['regenerate-starts'] && startRuns.includes(start.kind)
+  if (regenerate) {
+    if (await hasObjects(id))
+      throw new Error(
+        `--regenerate-starts: run ${id} already has objects in ${store.location}; a regeneration starts from none: point SEEDFLOW_HOME at an empty folder (a fresh store and dev server)`,
+      )
+    log(`  ${id}: regenerating at one ORT thread${recorded ? `, to be checked against ${recordFile}` : ''}`)
+  } else if (existsSync(file)) {
+    const bundle = readBundle(file)
+    const runJson = bundle.objects.find((o) => o.key === keys.runRecord(id))
+    const configSha256 = runJson
+      ? (JSON.parse(runJson.data.toString('utf8')) as { configSha256: string }).configSha256
+      : '(none)'
+    if (recorded) checkStart(recorded, { checkpoints: checkpointsOf(id, bundle.objects), configSha256 }, `in ${file}`)
+    // the pipeline would refuse the run id (RunConfigConflict) after the restore; say why before writing anything
+    const wanted = sha256Hex(Buffer.from(canonicalJson(c)))
+    if (configSha256 !== wanted)
+      throw new StartMismatchError(
+        `${file} holds run ${id} with config ${configSha256}, but this benchmark's config of it is ${wanted} (the preset or the schema changed since): regenerate the start (${regenerateCommand(start)} --record-starts) in an empty SEEDFLOW_HOME, or move the bundle away`,
+      )
     const restored = await restoreRun(store, file)
     if (restored.written > 0)
       log(`  ${id}: restored ${restored.written} of ${restored.objects} stored objects from ${file}`)
   }
+  const found = !regenerate && (await hasObjects(id)) // restored, or left in the store by an earlier session
   const result = await runToEnd(client, id, c)
-  if (!existsSync(file)) {
+  const made = { checkpoints: await storedCheckpoints(store, id), configSha256: await recordedConfig(id) }
+  const what = regenerate ? 'regenerated' : found ? `in ${store.location}` : 'made here'
+  const same =
+    recorded !== undefined && checkpointDifferences(recorded.checkpoints, made.checkpoints, what).length === 0
+  if (recorded && !same && !args['record-starts']) checkStart(recorded, made, what) // throws, naming both hashes
+  if (!same) {
+    const entry = {
+      env: start.env,
+      seed: start.seed,
+      kind: start.kind,
+      runId: id,
+      ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}),
+      ortThreads: 1 as const,
+      regenerate: regenerateCommand(start),
+      madeBy: found
+        ? `found in ${store.location} (made by an earlier session, at threads this one cannot see), recorded ${new Date().toISOString().slice(0, 10)}`
+        : madeBy(),
+      configSha256: made.configSha256,
+      checkpoints: made.checkpoints,
+      history: [],
+    }
+    writeStartsRecord(recordFile, withStart(readStartsRecord(recordFile), entry, args['record-starts']))
+    log(
+      `  ${id}: checkpoints ${recorded ? 'recorded anew (the old ones kept in its history)' : 'recorded'} in ${recordFile}`,
+    )
+    if (args.commit) commitPaths(`bench:learning: the checkpoints of ${id}, a seed's shared start`, [recordFile])
+  } else log(`  ${id}: checkpoints as recorded in ${recordFile} (${what})`)
+  if (regenerate || !existsSync(file)) {
     const bundled = await bundleRun(store, id, file)
     log(`  ${id}: ${bundled.objects} stored objects (${(bundled.bytes / 2 ** 20).toFixed(1)} MiB) bundled in ${file}`)
-    if (args.commit) commitPaths(`bench:learning: the stored objects of ${id}, a seed's shared start`, [file])
   }
   return result
 }
@@ -374,87 +507,126 @@ async function iterationMetrics(store: ArtifactStore, id: string, iterations: nu
 
 const { target } = await resolveTemporal()
 const store = storeFromEnv(localPaths().artifacts)
-log(`artifacts in ${store.location}`)
+log(`artifacts in ${store.location}; starts in ${args.starts}`)
 quietRuntime()
-process.env.SEEDFLOW_ORT_THREADS ??= args.threads
+/** ORT threads of the rows (the starts are made at one thread). */
+const rowThreads = process.env.SEEDFLOW_ORT_THREADS ?? args.threads
 const connection = await Connection.connect(target.connectionOptions as ConnectionOptions)
 const client = new Client({ connection, namespace: target.namespace })
-const local: LocalWorker = await createLocalWorker({
-  connectionOptions: target.connectionOptions,
-  namespace: target.namespace,
-  store,
-  // one activity at a time on each model-bound queue: a leg's worker that also takes up another leg's work
-  // on the same dev server (after a killed process) then queues it instead of holding both phases' memory at
-  // once (a warm-start beside a seed-oracle update reached 17.8 GB, docs/benchmarks.md §3.7); the engine has
-  // one thread, so running them together was not faster
-  modelActivitySlots: 1,
-})
-const working = local.runUntil(
-  (async () => {
-    for (const env of envs) {
-      for (const seed of seeds) {
-        const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
-        if (todo.length === 0) {
-          log(`${env} seed ${seed}: ${rows.join(', ')} already in ${args.out}; skipped`)
-          continue
-        }
-        const baseId = runId(env, `s${seed}`, 'base')
-        log(`${env} seed ${seed}: the base run (warm-start and its evaluations)`)
-        const base = await sharedStart(client, baseId, config(env, 'grpo', seed, { iterations: 0 }))
-        const baseEntries = await entries(store, base, 'warm-start', env)
-        const needsPi0 = todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
-        const stage1Id = runId(env, `s${seed}`, 'stage1')
-        let stage1Entries: LearningEntry[] = []
-        if (needsPi0) {
-          log(`${env} seed ${seed}: the Stage 1 run, forked from the base`)
-          const fork = { run: baseId, at: 'base' as const }
-          const pi0 = await sharedStart(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }))
-          stage1Entries = (await entries(store, pi0, 'stage1', env)).filter((e) => e.checkpoint === 'stage1')
-        }
-        for (const row of todo) {
-          const fromStage1 = needsStage1(ALGORITHMS[row])
-          const fork = fromStage1 ? { run: stage1Id, at: 'stage1' as const } : { run: baseId, at: 'base' as const }
-          const c = config(env, row, seed, { fork })
-          const id = runId(env, `s${seed}`, rowKey(row), `k${c.stage2.iterations}`)
-          log(
-            `${env} seed ${seed}: ${rowKey(row)}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
-          )
-          const result = await runToEnd(client, id, c)
-          const rowEntries = await entries(store, result, 'iteration', env)
-          const share = await orchestrationShare(client, id, c.stage2.iterations)
-          log(
-            `  orchestration: ${pct(share.share)} of ${share.iterations} iterations' wall time ` +
-              `(${share.orchestrationSeconds.toFixed(1)} s of ${share.wallSeconds.toFixed(1)} s; median iteration ${pct(share.medianShare)})`,
-          )
-          const results = readResults()
-          results[env] ??= {}
-          const key = rowKey(row)
-          results[env][key] ??= {}
-          results[env][key][String(seed)] = [
-            ...baseEntries,
-            ...(needsStage1(ALGORITHMS[row]) ? stage1Entries : []),
-            ...rowEntries,
-          ]
-          writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
-          const diagnostics = join(args.runs, `${env}-${key}-${seed}.json`)
-          const iterations = await iterationMetrics(store, id, c.stage2.iterations)
-          writeAtomic(
-            diagnostics,
-            `${JSON.stringify({ runId: id, config: c, orchestration: share, iterations }, null, 1)}\n`,
-          )
-          await writeLearningReport(args.out, results)
-          log(`${env} seed ${seed}: ${key} written to ${args.out}`)
-          if (args.commit) commitLeg(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics])
-        }
+
+/** Runs `work` with an in-process worker whose engine has `threads` ORT threads, then closes the worker. */
+async function withWorker<T>(threads: string, work: () => Promise<T>): Promise<T> {
+  process.env.SEEDFLOW_ORT_THREADS = threads // the worker's engine reads it when it first loads a model
+  const local: LocalWorker = await createLocalWorker({
+    connectionOptions: target.connectionOptions,
+    namespace: target.namespace,
+    store,
+    // one activity at a time on each model-bound queue: a leg's worker that also takes up another leg's work
+    // on the same dev server (after a killed process) then queues it instead of holding both phases' memory at
+    // once (a warm-start beside a seed-oracle update reached 17.8 GB, docs/benchmarks.md §3.7); the engine has
+    // one thread, so running them together was not faster
+    modelActivitySlots: 1,
+  })
+  try {
+    return await local.runUntil(work())
+  } finally {
+    await local.close()
+  }
+}
+
+/** A seed's start entries (the warm-start's evaluations, and Stage 1's when a row needs it), by `${env}/${seed}`. */
+const starts = new Map<string, { base: LearningEntry[]; stage1: LearningEntry[] }>()
+
+/** The starts of every (env, seed) with a row to run (or, with --regenerate-starts, of every one asked for). */
+async function makeStarts(): Promise<void> {
+  for (const env of envs) {
+    for (const seed of seeds) {
+      const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
+      if (!args['regenerate-starts'] && todo.length === 0) continue
+      const baseId = runId(env, `s${seed}`, 'base')
+      log(`${env} seed ${seed}: the base run (warm-start and its evaluations)`)
+      const base = await sharedStart(client, baseId, config(env, 'grpo', seed, { iterations: 0 }), {
+        env,
+        seed,
+        kind: 'base',
+      })
+      const baseEntries = await entries(store, base, 'warm-start', env)
+      const needsPi0 = args['regenerate-starts']
+        ? startRuns.includes('stage1')
+        : todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
+      const stage1Id = runId(env, `s${seed}`, 'stage1')
+      let stage1Entries: LearningEntry[] = []
+      if (needsPi0) {
+        log(`${env} seed ${seed}: the Stage 1 run, forked from the base`)
+        const fork = { run: baseId, at: 'base' as const }
+        const pi0 = await sharedStart(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }), {
+          env,
+          seed,
+          kind: 'stage1',
+          forkedFrom: baseId,
+        })
+        stage1Entries = (await entries(store, pi0, 'stage1', env)).filter((e) => e.checkpoint === 'stage1')
+      }
+      starts.set(`${env}/${seed}`, { base: baseEntries, stage1: stage1Entries })
+    }
+  }
+}
+
+/** Every (env, row, seed) leg not yet in the results, from its seed's start. */
+async function runRows(): Promise<void> {
+  for (const env of envs) {
+    for (const seed of seeds) {
+      const todo = rows.filter((row) => !readResults()[env]?.[rowKey(row)]?.[String(seed)])
+      if (todo.length === 0) {
+        log(`${env} seed ${seed}: ${rows.join(', ')} already in ${args.out}; skipped`)
+        continue
+      }
+      const start = starts.get(`${env}/${seed}`)
+      if (!start) throw new Error(`${env} seed ${seed}: its start was not made`)
+      const baseId = runId(env, `s${seed}`, 'base')
+      const stage1Id = runId(env, `s${seed}`, 'stage1')
+      for (const row of todo) {
+        const fromStage1 = needsStage1(ALGORITHMS[row])
+        const fork = fromStage1 ? { run: stage1Id, at: 'stage1' as const } : { run: baseId, at: 'base' as const }
+        const c = config(env, row, seed, { fork })
+        const id = runId(env, `s${seed}`, rowKey(row), `k${c.stage2.iterations}`)
+        log(
+          `${env} seed ${seed}: ${rowKey(row)}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
+        )
+        const result = await runToEnd(client, id, c)
+        const rowEntries = await entries(store, result, 'iteration', env)
+        const share = await orchestrationShare(client, id, c.stage2.iterations)
+        log(
+          `  orchestration: ${pct(share.share)} of ${share.iterations} iterations' wall time ` +
+            `(${share.orchestrationSeconds.toFixed(1)} s of ${share.wallSeconds.toFixed(1)} s; median iteration ${pct(share.medianShare)})`,
+        )
+        const results = readResults()
+        results[env] ??= {}
+        const key = rowKey(row)
+        results[env][key] ??= {}
+        results[env][key][String(seed)] = [...start.base, ...(fromStage1 ? start.stage1 : []), ...rowEntries]
+        writeAtomic(args.out, `${JSON.stringify(results, null, 1)}\n`)
+        const diagnostics = join(args.runs, `${env}-${key}-${seed}.json`)
+        const iterations = await iterationMetrics(store, id, c.stage2.iterations)
+        writeAtomic(
+          diagnostics,
+          `${JSON.stringify({ runId: id, config: c, orchestration: share, iterations }, null, 1)}\n`,
+        )
+        await writeLearningReport(args.out, results)
+        log(`${env} seed ${seed}: ${key} written to ${args.out}`)
+        if (args.commit) commitLeg(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics])
       }
     }
-  })(),
-)
+  }
+}
+
 // The worker shuts down on SIGINT and SIGTERM (the Temporal SDK's own handlers); the workflows go on at the server
 let interrupted: NodeJS.Signals | undefined
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted ??= signal))
 try {
-  await working
+  // the starts at one ORT thread (bit-reproducible, so checkable against their record), then the rows
+  await withWorker('1', makeStarts)
+  if (!args['regenerate-starts']) await withWorker(rowThreads, runRows)
 } catch (error) {
   if (!interrupted) throw error
   process.exitCode = 130
@@ -463,7 +635,6 @@ try {
       'the same command continues (finished legs are skipped, finished runs read, stored phases reused)',
   )
 } finally {
-  await local.close()
   await connection.close()
 }
 if (!interrupted) log('done')

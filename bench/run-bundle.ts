@@ -1,8 +1,9 @@
-// A run's stored objects as one file, so the shared start of a benchmark seed (its base and Stage 1 runs)
-// outlives the machine that trained it. Training is reproducible on one machine, not across machines (ONNX
-// Runtime's kernels follow the CPU's instruction set), so a seed whose rows are spread over sessions must carry
-// its warm-start and Stage 1 with it: a later session restores them into its store, and the pipeline then reuses
-// every stored phase instead of training them again (same config, same inputs, same bytes).
+// A run's stored objects as one file, so the shared start of a benchmark seed (its base and Stage 1 runs) can be
+// restored into a fresh store instead of trained again: the pipeline then reuses every stored phase (same config,
+// same inputs, same bytes). bench:learning keeps these files in a cache folder of the machine, outside the tree,
+// and their checkpoints' sha256 in bench/results/learning-starts.json (bench/learning-starts.ts): training is
+// bit-reproducible at one ORT thread on one machine, not across machines (ONNX Runtime's kernels follow the CPU's
+// instruction set), so a start made elsewhere is checked, not trusted.
 //
 // The file is gzip'd JSON lines: a header, then one line per object (key, sha256, bytes, base64 data), sorted by
 // key. Every object is checked against the store's recorded sha256 when bundled and against its own line when
@@ -31,6 +32,12 @@ interface BundledObject {
   sha256: string
   bytes: number
   data: string
+}
+
+export interface BundledEntry {
+  key: string
+  sha256: string
+  data: Buffer
 }
 
 export interface BundleSummary {
@@ -63,11 +70,8 @@ export async function bundleRun(store: ArtifactStore, runId: string, file: strin
   return { runId, objects: listed.length, bytes }
 }
 
-/** Puts every object of the bundle in `file` into `store` that is not there yet; returns how many it wrote. */
-export async function restoreRun(
-  store: ArtifactStore,
-  file: string,
-): Promise<BundleSummary & { written: number; kept: number }> {
+/** The objects of the bundle in `file`, each checked against its recorded sha256 (a damaged file is refused whole). */
+export function readBundle(file: string): { runId: string; bytes: number; objects: BundledEntry[] } {
   const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n').filter(Boolean)
   const header = JSON.parse(lines[0] ?? 'null') as Header | null
   if (header?.format !== FORMAT || header.version !== VERSION)
@@ -75,7 +79,6 @@ export async function restoreRun(
   if (lines.length - 1 !== header.objects)
     throw new Error(`${file}: the header names ${header.objects} objects, the file holds ${lines.length - 1}`)
   const prefix = keys.runPrefix(header.runId)
-  // check the whole file before writing anything, so a damaged bundle leaves the store as it was
   const objects = lines.slice(1).map((line) => {
     const o = JSON.parse(line) as BundledObject
     if (!o.key.startsWith(prefix)) throw new Error(`${file}: ${o.key} is not an object of run ${header.runId}`)
@@ -84,6 +87,16 @@ export async function restoreRun(
       throw new Error(`${file}: ${o.key} does not match its recorded sha256 (the file is damaged)`)
     return { key: o.key, sha256: o.sha256, data }
   })
+  return { runId: header.runId, bytes: header.bytes, objects }
+}
+
+/** Puts every object of the bundle in `file` into `store` that is not there yet; returns how many it wrote. */
+export async function restoreRun(
+  store: ArtifactStore,
+  file: string,
+): Promise<BundleSummary & { written: number; kept: number }> {
+  // the whole file is checked before anything is written, so a damaged bundle leaves the store as it was
+  const { runId, bytes, objects } = readBundle(file)
   let written = 0
   let kept = 0
   for (const o of objects) {
@@ -95,5 +108,5 @@ export async function restoreRun(
         `${o.key} exists in ${store.location} with other bytes (sha256 ${result.info.sha256.slice(0, 12)}, the bundle's ${o.sha256.slice(0, 12)}): a different run of the same id`,
       )
   }
-  return { runId: header.runId, objects: header.objects, bytes: header.bytes, written, kept }
+  return { runId, objects: objects.length, bytes, written, kept }
 }

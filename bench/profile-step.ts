@@ -1,15 +1,18 @@
 // npm run bench:engine -- --profile [smollm2|bench]: ORT's own profile of one train step (after a warm-up run),
-// kernel time per op type and the MatMul share, written to bench/results/engine.json `profile`. Not in CI.
+// kernel time per op type and the MatMul share, written to bench/results/engine.json `profile` (SEEDFLOW_BENCH_OUT:
+// that file instead). The step is `trainer.step`: one run whose graph holds the clipping and AdamW too (the optimizer
+// is inside the graph now), so its kernels are in the profile beside the forward and backward ones. Not in CI.
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { initWeights } from '../policy/init.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
-import { meanNll } from '../policy/train-step.ts'
+import { meanNll } from '../policy/losses.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const SHAPES: Record<string, { config: () => ModelConfig; B: number; T: number }> = {
@@ -68,16 +71,17 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
       threads: Number(process.env.SEEDFLOW_THREADS ?? 2),
       profilePrefix: join(dir, 'p'),
     })
-    const model = new PolicyModel(engine, c, initWeights(c, mulberry32(2)))
+    const trainer = new Trainer(engine, c, initWeights(c, mulberry32(2)))
+    const model = trainer.model
     const rng = mulberry32(3)
     const items = Array.from({ length: plan.B }, () => {
       const row = Array.from({ length: plan.T }, () => 3 + Math.floor(rng.next() * (c.vocabSize - 3)))
       return { context: row.slice(0, 1), response: row.slice(1) }
     })
     const batch = model.tokenBatch(items, 1)
-    const train = await model.loadTrainModel(meanNll)
+    const train = await trainer.trainModel(meanNll)
     const feeds = { ...batch.feeds, mask: model.float([plan.B, plan.T], batch.responseMask) }
-    for (let i = 0; i < 2; i++) await engine.run(train, feeds)
+    for (let i = 0; i < 2; i++) await trainer.step(train, feeds, { lr: 1e-4, maxGradNorm: 1 })
     await engine.close() // writes the profile
     const file = (await readdir(dir)).find((f) => f.endsWith('.json'))
     if (!file) throw new Error('ORT wrote no profile')
@@ -95,6 +99,7 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
       shape,
       B: plan.B,
       T: plan.T,
+      step: 'trainer.step: loss, gradients, global-norm clipping and AdamW in one run',
       kernelSeconds: total / 1e6,
       matmulShare: matmul / total,
       ops: ops.slice(0, 15),
@@ -114,10 +119,11 @@ export async function profileStep(shape = 'smollm2'): Promise<void> {
       process.stdout.write(
         `    ${g.ms.toFixed(0).padStart(6)} ms ${String(g.count).padStart(4)}× ${g.gflops.toFixed(0).padStart(4)}  ${g.op} ${g.shapes}\n`,
       )
-    const path = new URL('./results/engine.json', import.meta.url)
+    const path = process.env.SEEDFLOW_BENCH_OUT ?? fileURLToPath(new URL('./results/engine.json', import.meta.url))
     const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
     const profiles = { ...((existing.profile as Record<string, unknown>) ?? {}), [shape]: profile }
     await writeFile(path, `${JSON.stringify({ ...existing, profile: profiles }, null, 2)}\n`)
+    process.stdout.write(`wrote ${path} (profile)\n`)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }

@@ -244,7 +244,7 @@ try {
     const policy = loadPolicy(engine, checkpoint, { settings: config.engine })
     log(`stage1: ${s1.tasks} tasks × ${s1.samplesPerTask} samples annotated by the oracle, ${steps} SFT steps`)
     const annotated = await annotateStage1(policy, c)
-    if (config.model.lora) withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
+    if (config.model.lora) await withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
     const trained = await trainStage1(policy, annotated, c)
     const prompts = annotated.skills.map((k) => policy.codec.countPromptTokens(k.prompt))
     Object.assign(figures, {
@@ -322,7 +322,7 @@ try {
         batchSize: 64,
       })
       await reference.model.release()
-      if (config.model.lora) withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
+      if (config.model.lora) await withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
       const started = performance.now()
       const u = await update(policy, { samples: scored.samples, terms: lossTerms('seed'), settings: s2 })
       Object.assign(figures, {

@@ -1,27 +1,32 @@
 // npm run bench:engine -- --memory: peak RSS of one train step (graph + clip + AdamW) per graph layout, each
 // configuration alone in its own child process, PyTorch's same step beside it; plus how far the chunked
 // log-probs are from the unchunked ones in float32. Written to bench/results/engine.json `memory` and
-// bench/results/engine-memory.md. Not run in CI.
+// bench/results/engine-memory.md (SEEDFLOW_BENCH_OUT=<file>.json: there and <file>-memory.md instead;
+// SEEDFLOW_MEMORY_CASES: a JSON array of cases to run instead of CASES). Not run in CI.
+// A step is `trainer.step` (policy/trainer.ts): one run whose graph holds the clipping and AdamW (the optimizer is
+// inside the graph now), the weights and AdamW's moments kept in the engine.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { homedir, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { AdamW, createLocalEngine } from '../engine/index.ts'
+import { createLocalEngine } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { encodeCheckpoint } from '../policy/checkpoint.ts'
 import { type ModelConfig, PRESETS } from '../policy/config.ts'
 import { initWeights } from '../policy/init.ts'
+import { meanNll } from '../policy/losses.ts'
 import { defaultLogitChunks, type GraphOptions, IO } from '../policy/model.ts'
 import { PolicyModel } from '../policy/policy-model.ts'
-import { meanNll, trainStep } from '../policy/train-step.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 const SHAPES: Record<string, () => ModelConfig> = {
+  bench: () => PRESETS.bench,
   smollm2: smollm2Config,
   'qwen2.5-0.5b': () => PRESETS['qwen2.5-0.5b'],
 }
@@ -34,7 +39,7 @@ interface Case {
   graph?: GraphOptions
   /** ORT's memory arena (seedflow side); off runs with MALLOC_MMAP_THRESHOLD_=65536. */
   arena?: boolean
-  /** Steps with AdamW (the first allocates the optimizer state); 0: one train graph run, no optimizer. */
+  /** trainer.step runs (the first allocates AdamW's moments); 0: one run of the train graph without the optimizer. */
   steps: number
 }
 
@@ -94,21 +99,23 @@ async function runCase(c: Case): Promise<Record<string, unknown>> {
     }
   }
   const engine = createLocalEngine({ threads: THREADS, memoryArena: c.arena ?? true })
-  const model = new PolicyModel(engine, config, weights, { graph: c.graph })
+  const trainer = new Trainer(engine, config, weights, c.graph ? { graph: c.graph } : {})
+  const model = trainer.model
   const batch = model.tokenBatch(
     ids.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) })),
     1,
   )
-  const train = await model.loadTrainModel(meanNll)
+  // one train session per case: with the optimizer inside for steps, without it for the lone graph run
+  const train = c.steps === 0 ? await model.gradientModel(meanNll) : await trainer.trainModel(meanNll)
   const feeds = { ...batch.feeds, mask: model.float([c.B, c.T], batch.responseMask) }
   const started = performance.now()
-  let loss: number
-  if (c.steps === 0) loss = Number((await engine.run(train, feeds, { fetches: [IO.loss] }))[IO.loss]?.data[0])
-  else {
-    const optimizer = new AdamW()
-    loss = Number.NaN
-    for (let i = 0; i < c.steps; i++) loss = (await trainStep(model, train, feeds, optimizer, 1e-4)).loss
-  }
+  let loss = Number.NaN
+  if (c.steps === 0) {
+    const out = await engine.run(train, feeds, { kept: await trainer.kept(), fetches: [IO.loss] })
+    loss = Number(out[IO.loss]?.data[0])
+  } else
+    for (let i = 0; i < c.steps; i++)
+      loss = (await trainer.step(train, feeds, { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 })).loss
   const seconds = (performance.now() - started) / 1000
   await engine.close()
   return { peakRssMiB: process.resourceUsage().maxRSS / 1024, loss, seconds }
@@ -160,13 +167,16 @@ async function chunkGap(): Promise<Record<string, unknown>> {
   const engine = createLocalEngine({ threads: THREADS })
   const ids = rows(mulberry32(3), 4, 256, config.vocabSize)
   const out: Float32Array[] = []
+  const trainer = new Trainer(engine, config, weights)
   for (const logitChunks of [1, defaultLogitChunks(config)]) {
-    const model = new PolicyModel(engine, config, weights, { graph: { logitChunks } })
+    // the two layouts' graphs over the same kept weights
+    const model = new PolicyModel(engine, config, trainer, { graph: { logitChunks } })
     const batch = model.tokenBatch(
       ids.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) })),
       1,
     )
-    out.push((await engine.run(await model.scoreModel(), batch.feeds))[IO.tokenLogprobs]?.data as Float32Array)
+    const scored = await engine.run(await model.scoreModel(), batch.feeds, { kept: await trainer.kept() })
+    out.push(scored[IO.tokenLogprobs]?.data as Float32Array)
   }
   await engine.close()
   const [a, b] = out as [Float32Array, Float32Array]
@@ -201,7 +211,8 @@ export async function trainMemory(): Promise<void> {
   memory.chunkedLogprobs = await child(['--gap'])
   say(`chunked vs unchunked log-probs (float32, SmolLM2 shape 4×256): ${JSON.stringify(memory.chunkedLogprobs)}`)
   const results: Record<string, unknown>[] = []
-  for (const c of CASES) {
+  const cases = process.env.SEEDFLOW_MEMORY_CASES ? (JSON.parse(process.env.SEEDFLOW_MEMORY_CASES) as Case[]) : CASES
+  for (const c of cases) {
     const r = await child(['--case', JSON.stringify(c)], c.arena === false ? { MALLOC_MMAP_THRESHOLD_: '65536' } : {})
     const row = { shape: c.shape, B: c.B, T: c.T, layout: label(c), steps: c.steps, ...r }
     results.push(row)
@@ -211,11 +222,12 @@ export async function trainMemory(): Promise<void> {
   memory.loadAverageAfter = loadavg()
   memory.measuredAt = new Date().toISOString()
   memory.seconds = (Date.now() - started) / 1000
-  const path = new URL('./results/engine.json', import.meta.url)
+  const path = process.env.SEEDFLOW_BENCH_OUT ?? fileURLToPath(new URL('./results/engine.json', import.meta.url))
+  const md = `${path.replace(/\.json$/, '')}-memory.md`
   const existing = existsSync(path) ? (JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>) : {}
   await writeFile(path, `${JSON.stringify({ ...existing, memory }, null, 2)}\n`)
-  await writeFile(new URL('./results/engine-memory.md', import.meta.url), markdown(memory, results))
-  say(`wrote bench/results/engine.json (memory) and bench/results/engine-memory.md in ${memory.seconds} s`)
+  await writeFile(md, markdown(memory, results))
+  say(`wrote ${path} (memory) and ${md} in ${memory.seconds} s`)
 }
 
 function markdown(memory: Record<string, unknown>, results: Record<string, unknown>[]): string {
@@ -226,7 +238,7 @@ function markdown(memory: Record<string, unknown>, results: Record<string, unkno
     '',
     `\`npm run bench:engine -- --memory\`, ${memory.threads} threads, float32, random weights; each row alone in its own process; measured ${memory.measuredAt}.`,
     `Load average before ${b?.map((x) => x.toFixed(2)).join(' ')}, after ${a?.map((x) => x.toFixed(2)).join(' ')}.`,
-    'Steps: the train graph, global-norm clipping and AdamW (the first allocates the optimizer state); 0 steps: one train graph run, no optimizer. Seconds: the whole child, indicative only (other work shared the machine).',
+    'Steps: `trainer.step`, one run of the train graph with global-norm clipping and AdamW inside (the first allocates the moments in the engine); 0 steps: one run of the train graph without the optimizer. Seconds: the whole child, indicative only (other work shared the machine).',
     `Chunked vs unchunked per-token log-probs (SmolLM2 shape, 4×256, float32): max |difference| ${gap.maxAbsLogprobDifference} over ${gap.tokens} tokens.`,
     '',
     '| shape | batch | layout | steps | peak RSS (GiB) | seconds |',

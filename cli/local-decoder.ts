@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
+import { policyModel } from '../policy/trainer.ts'
 import { ApiError } from '../serve/errors.ts'
 import { type ChoiceDelta, generationJobs, type RawParams, samplingParams } from '../serve/generation.ts'
 import { Scheduler } from '../serve/scheduler.ts'
@@ -37,7 +37,7 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
   const capacity = context ?? Math.min(2048, checkpoint.config.maxPositions)
   if (capacity > checkpoint.config.maxPositions)
     throw new RunInputError(`--context ${capacity} exceeds the model's ${checkpoint.config.maxPositions} positions`)
-  const policy = new PolicyModel(engine, checkpoint.config, checkpoint.weights)
+  const policy = policyModel(engine, checkpoint.config, checkpoint.weights)
   const batch = new DecodeBatch(policy, { rows: 1, capacity, compact: true })
   const scheduler = new Scheduler(batch, { maxQueue: 1 })
   return {

@@ -1,5 +1,6 @@
 // Public surface of the tensor engine: build a graph with the builder, differentiate it, encode it, run it.
 
+export { ADAMW_IO, type AdamWGraphConfig, adamwScalars, appendAdamW } from './adamw-graph.ts'
 export { type GradientOptions, gradients } from './autodiff.ts'
 export { type Builder, createBuilder, type Helpers, type OpMethods } from './builder.ts'
 export { type AnyTypedArray, type DType, isFloat, type TypedArrayOf } from './dtype.ts'
@@ -14,6 +15,7 @@ export {
   type Value,
   type ValueInfo,
 } from './ir.ts'
+export { type EngineTraffic, type MeteredEngine, meteredEngine } from './metered.ts'
 export { encodeModel, IR_VERSION, OPSET } from './onnx.ts'
 export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'
 export { OPS, type OpName } from './ops/index.ts'
@@ -36,6 +38,7 @@ export {
   type Engine,
   type ExecutionProvider,
   type KeptFeeds,
+  type KeptWrite,
   type ModelHandle,
   modelId,
   probeExecutionProvider,

@@ -25,10 +25,11 @@ serveThread(
       return out
     },
     keep: async (req: { feeds: Feeds }) => engine.keep(req.feeds),
+    read: async (req: { kept: KeptFeeds; names?: string[] }) => engine.read(req.kept, req.names),
     allocate: async (req: { shapes: Record<string, { dtype: DType; dims: number[] }> }) => engine.allocate(req.shapes),
     forget: async (req: { kept: KeptFeeds }) => engine.forget(req.kept),
     release: async (req: { model: ModelHandle }) => engine.release(req.model),
     close: async () => engine.close(),
   },
-  (type, value) => (type === 'run' ? transferList(Object.values(value as Fetches)) : []),
+  (type, value) => (type === 'run' || type === 'read' ? transferList(Object.values(value as Fetches)) : []),
 )

@@ -5,7 +5,6 @@
 // decode through this one object (docs/design.md §13).
 import { type Feeds, type Fetches, type TensorData, tensor } from '../engine/index.ts'
 import type { KeptFeeds, KeptWrite } from '../engine/runtime.ts'
-import { FUSED_IO, fusedDecodeUnsupported } from './decode-graph.ts'
 import { type DecodeSampling, IO } from './model.ts'
 import type { DecodeWeights, PolicyModel } from './policy-model.ts'
 import { argmax, sampleFromLogprobs, type TokenChoice, type UniformSource } from './sampling.ts'
@@ -48,16 +47,10 @@ export interface DecodeBatchOptions {
    */
   compact?: boolean
   /**
-   * `plain` (default): model.ts's portable graph. `fused`: decode-graph.ts's GroupQueryAttention graph, its
-   * cache updated in place by the run (refused where the model does not allow it, see
-   * `fusedDecodeUnsupported`); `auto`: fused where allowed, else plain (`plainReason` says why). Not the
-   * default because it does not pay on ORT 1.30's CPU kernels (docs/benchmarks.md §6.4).
-   */
-  graph?: 'auto' | 'fused' | 'plain'
-  /**
-   * `frozen`: the weights as they are now baked into the decode sessions (pre-packed once by ORT; re-loaded
-   * when they change, see PolicyModel.decodeSession); more memory and a load per policy version. `inputs`
-   * (default: the model's `decodeWeights`, itself `inputs` unless set): weights fed to every run.
+   * `frozen`: the trained weights as they are now baked into the decode sessions (pre-packed once by ORT;
+   * loaded again after a step, see PolicyModel.decodeSession); more memory and a load per policy version.
+   * `inputs` (default: the model's `decodeWeights`, itself `inputs` unless set): the trained weights fed from
+   * where the engine keeps them. A LoRA policy's base is baked in either way.
    */
   weights?: DecodeWeights
 }
@@ -93,13 +86,9 @@ export class DecodeBatch {
   readonly #sampling: DecodeSampling | 'auto'
   readonly #compact: boolean
   readonly #frozen: boolean
-  /** Which decode graph runs, and (plain) why the fused one does not. */
-  readonly graph: 'fused' | 'plain'
-  readonly plainReason?: string
   // The KV cache, kept in the engine (made at the first admit, freed by `close`): runs read it there and write
-  // their new keys and values into it, so it never travels between threads. plain: per layer keys
-  // (rows, KV, D, S) and values (rows, KV, S, D), rows left-padded to their joining group's longest prompt;
-  // fused: both (rows, KV, S, D), each row dense from slot 0 (slot = position)
+  // their new keys and values into it, so it never travels between threads: per layer keys (rows, KV, D, S)
+  // and values (rows, KV, S, D), rows left-padded to their joining group's longest prompt
   #cache: Promise<KeptFeeds> | undefined
   #closed = false
   readonly #cacheValid: Float64Array // (rows, S)
@@ -121,19 +110,9 @@ export class DecodeBatch {
     this.#frozen = (options.weights ?? model.decodeWeights) === 'frozen'
     if (this.#frozen && model.dtype !== 'float32')
       throw new DecodeBatchError(`frozen decode weights are float32 only (this model runs in ${model.dtype})`)
-    // the adapters are inputs of the plain graph only; the frozen and fused graphs carry the base weights alone
+    // the adapters are fed: a frozen session bakes the full weights of one version
     if (this.#frozen && model.lora)
-      throw new DecodeBatchError('frozen decode weights: this model has LoRA adapters (decode it with weights fed)')
-    const asked = options.graph ?? 'plain'
-    const unsupported =
-      asked === 'plain'
-        ? undefined
-        : model.lora
-          ? 'the fused graph has no LoRA adapters'
-          : fusedDecodeUnsupported(c, model.dtype)
-    if (asked === 'fused' && unsupported) throw new DecodeBatchError(`fused decode: ${unsupported}`)
-    this.graph = asked === 'plain' || unsupported ? 'plain' : 'fused'
-    if (this.graph === 'plain') this.plainReason = asked === 'plain' ? 'asked for' : unsupported
+      throw new DecodeBatchError('frozen decode weights: this model has LoRA adapters (its base is baked in already)')
     this.#cacheValid = new Float64Array(this.rows * this.capacity)
     this.#live = Array.from({ length: this.rows }, () => undefined)
   }
@@ -175,7 +154,6 @@ export class DecodeBatch {
     const rows = free.slice(0, J)
     const cache = await this.#kv()
     const slices = rows.map((row, j) => ({ from: j, row, at: 0 }))
-    if (this.graph === 'fused') return this.#admitFused(specs, rows, P, cache, slices)
     const ids = new BigInt64Array(J * P)
     const positions = new BigInt64Array(J * P)
     const valid = new Float64Array(J * P)
@@ -218,7 +196,6 @@ export class DecodeBatch {
     }
     const B = this.#compact ? (liveRows[liveRows.length - 1] as number) + 1 : this.rows
     const cache = await this.#kv()
-    if (this.graph === 'fused') return this.#stepFused(liveRows, B, cache)
     const ids = new BigInt64Array(B)
     const positions = new BigInt64Array(B)
     const valid = new Float64Array(B)
@@ -248,117 +225,6 @@ export class DecodeBatch {
       r.last = choice.token
       return { ...choice, row }
     })
-  }
-
-  /** admit with the fused graph: prompts right-padded, each row's keys and values written to slots [0, P). */
-  async #admitFused(
-    specs: readonly SequenceSpec[],
-    rows: number[],
-    P: number,
-    cache: KeptFeeds,
-    slices: KeptWrite['slices'],
-  ): Promise<SampledToken[]> {
-    const model = this.#model
-    const c = model.config
-    const J = specs.length
-    const ids = new BigInt64Array(J * P)
-    const positions = new BigInt64Array(J * P)
-    specs.forEach((spec, j) => {
-      spec.prompt.forEach((token, i) => {
-        ids[j * P + i] = BigInt(token)
-        positions[j * P + i] = BigInt(i)
-      })
-    })
-    const sampling = this.#samplingFor(specs)
-    const feeds: Feeds = {
-      [IO.ids]: tensor('int64', [J, P], ids),
-      [FUSED_IO.seqlensK]: tensor(
-        'int32',
-        [J],
-        specs.map((s) => s.prompt.length - 1),
-      ),
-      [FUSED_IO.totalLength]: tensor('int32', [], [P]),
-      ...this.#samplerFeeds(sampling, specs),
-    }
-    if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [J, P], positions)
-    // the prompts' keys and values (J, KV, P, D) go to their rows' slots [0, P); a row reads only the slots
-    // below its length, so the right padding's slots are never read (the row's next tokens overwrite them)
-    const out = await model.engine.run(await model.decodeSession('fused', sampling, true, this.#frozen), feeds, {
-      kept: await model.decodeFeeds(this.#frozen),
-      writes: this.#writes(cache, slices),
-    })
-    this.stats.prefills++
-    this.stats.prefillTokens += specs.reduce((n, s) => n + s.prompt.length, 0)
-    return specs.map((spec, j) => {
-      const row = rows[j] as number
-      const choice = this.#choose(out, sampling, j, spec)
-      const n = spec.prompt.length
-      this.#live[row] = { spec, last: choice.token, column: n, position: n }
-      return { ...choice, row }
-    })
-  }
-
-  /** step with the fused graph: rows [0, B) of the cache go in as past and come back as present, in place. */
-  async #stepFused(liveRows: number[], B: number, cache: KeptFeeds): Promise<SampledToken[]> {
-    const model = this.#model
-    const c = model.config
-    const ids = new BigInt64Array(B)
-    const positions = new BigInt64Array(B)
-    const seqlens = new Int32Array(B) // a free row writes its (ignored) token at slot 0
-    let longest = 0
-    const specs: (SequenceSpec | undefined)[] = Array.from({ length: B }, (_, b) => this.#live[b]?.spec)
-    for (const row of liveRows) {
-      const r = this.#live[row] as Row
-      ids[row] = BigInt(r.last)
-      positions[row] = BigInt(r.position)
-      seqlens[row] = r.column
-      longest = Math.max(longest, r.column)
-    }
-    const sampling = this.#samplingFor(specs.filter((s): s is SequenceSpec => s !== undefined))
-    const feeds: Feeds = {
-      [IO.ids]: tensor('int64', [B, 1], ids),
-      [FUSED_IO.seqlensK]: tensor('int32', [B], seqlens),
-      // ≥ 2 (every live row has a prompt token in its cache): GroupQueryAttention reads 1 as a prompt
-      [FUSED_IO.totalLength]: tensor('int32', [], [longest + 1]),
-      ...this.#samplerFeeds(sampling, specs),
-    }
-    if (c.learnedPositions) feeds[IO.positions] = tensor('int64', [B, 1], positions)
-    // rows [0, B) of the cache go in as past and are updated in place as present
-    const inPlace: Record<string, string> = {}
-    for (let l = 0; l < c.numLayers; l++) {
-      inPlace[FUSED_IO.presentK(l)] = FUSED_IO.pastK(l)
-      inPlace[FUSED_IO.presentV(l)] = FUSED_IO.pastV(l)
-    }
-    const out = await model.engine.run(await model.decodeSession('fused', sampling, false, this.#frozen), feeds, {
-      kept: [await model.decodeFeeds(this.#frozen), { ...cache, rows: B }],
-      inPlace,
-    })
-    this.stats.steps++
-    this.stats.stepRows += liveRows.length
-    return liveRows.map((row) => {
-      const r = this.#live[row] as Row
-      r.column++
-      r.position++
-      const choice = this.#choose(out, sampling, row, r.spec)
-      r.last = choice.token
-      return { ...choice, row }
-    })
-  }
-
-  /** Inverse temperatures, and the uniforms of an in-graph draw (one per row that samples, drawn now). */
-  #samplerFeeds(sampling: DecodeSampling, specs: readonly (SequenceSpec | undefined)[]): Feeds {
-    const feeds: Feeds = {
-      [IO.invTemperature]: this.#model.float(
-        [specs.length],
-        specs.map((s) => 1 / (s?.temperature ?? 1)),
-      ),
-    }
-    if (sampling === 'in-graph')
-      feeds[IO.uniform] = this.#model.float(
-        [specs.length],
-        specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
-      )
-    return feeds
   }
 
   /** Frees a row (its sequence ended, or its client went away); the next `admit` may reuse it. */
@@ -420,26 +286,20 @@ export class DecodeBatch {
         specs.map((s) => (s && !s.greedy ? s.rng.next() : 0)),
       )
     }
-    const session = await model.decodeSession('plain', sampling, prefill, this.#frozen)
-    const weights = await model.decodeFeeds(this.#frozen)
-    return model.engine.run(session, feeds, { kept: cache ? [weights, cache] : weights, writes })
+    const session = await model.decodeSession(sampling, prefill, this.#frozen)
+    const parameters = await model.decodeFeeds(this.#frozen)
+    return model.engine.run(session, feeds, { kept: cache ? [...parameters, cache] : parameters, writes })
   }
 
   /**
-   * Where a run's new keys and values go in the cache, each layer's at `slices` (see KeptWrite): the plain
-   * graph's new_k (B, KV, D, T) along the slots of the transposed keys, its new_v (B, KV, T, D) and the fused
-   * prefill's present (J, KV, P, D) along the slots of (rows, KV, S, D).
+   * Where a run's new keys and values go in the cache, each layer's at `slices` (see KeptWrite): new_k
+   * (B, KV, D, T) along the slots of the transposed keys, new_v (B, KV, T, D) along the slots of the values.
    */
   #writes(cache: KeptFeeds, slices: KeptWrite['slices']): Record<string, KeptWrite> {
     const writes: Record<string, KeptWrite> = {}
     for (let l = 0; l < this.#model.config.numLayers; l++) {
-      if (this.graph === 'fused') {
-        writes[FUSED_IO.presentK(l)] = { kept: cache, name: FUSED_IO.pastK(l), axis: 2, slices }
-        writes[FUSED_IO.presentV(l)] = { kept: cache, name: FUSED_IO.pastV(l), axis: 2, slices }
-      } else {
-        writes[IO.newK(l)] = { kept: cache, name: IO.cacheK(l), axis: 3, slices }
-        writes[IO.newV(l)] = { kept: cache, name: IO.cacheV(l), axis: 2, slices }
-      }
+      writes[IO.newK(l)] = { kept: cache, name: IO.cacheK(l), axis: 3, slices }
+      writes[IO.newV(l)] = { kept: cache, name: IO.cacheV(l), axis: 2, slices }
     }
     return writes
   }
@@ -450,16 +310,11 @@ export class DecodeBatch {
     if (!this.#cache) {
       const c = this.#model.config
       const [KV, D, S] = [c.numKvHeads, c.headDim, this.capacity]
-      const dtype = this.graph === 'fused' ? 'float32' : this.#model.dtype
+      const dtype = this.#model.dtype
       const shapes: Record<string, { dtype: typeof dtype; dims: number[] }> = {}
       for (let l = 0; l < c.numLayers; l++) {
-        if (this.graph === 'fused') {
-          shapes[FUSED_IO.pastK(l)] = { dtype, dims: [this.rows, KV, S, D] }
-          shapes[FUSED_IO.pastV(l)] = { dtype, dims: [this.rows, KV, S, D] }
-        } else {
-          shapes[IO.cacheK(l)] = { dtype, dims: [this.rows, KV, D, S] }
-          shapes[IO.cacheV(l)] = { dtype, dims: [this.rows, KV, S, D] }
-        }
+        shapes[IO.cacheK(l)] = { dtype, dims: [this.rows, KV, D, S] }
+        shapes[IO.cacheV(l)] = { dtype, dims: [this.rows, KV, S, D] }
       }
       this.#cache = this.#model.engine.allocate(shapes)
     }

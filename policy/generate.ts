@@ -22,9 +22,7 @@ export interface GenerateOptions {
    * the returned (B, V) log-probs otherwise. Both use one uniform per sequence and step, in vocabulary order.
    */
   sampling?: DecodeSampling
-  /** The decode graph (DecodeBatchOptions.graph, default plain). */
-  graph?: 'auto' | 'fused' | 'plain'
-  /** Weights fed to every run, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
+  /** Trained weights fed from the engine, or baked into pre-packed sessions (DecodeBatchOptions.weights). */
   weights?: DecodeWeights
 }
 
@@ -70,7 +68,6 @@ export async function generate(
     rows: B,
     capacity: S,
     sampling,
-    ...(options.graph ? { graph: options.graph } : {}),
     ...(options.weights ? { weights: options.weights } : {}),
   })
   let newTokens = 0

@@ -2,7 +2,16 @@
 // fixed-capacity KV cache), score (per-token log-probs and entropy of given tokens) and train (a loss built
 // by the caller from in-graph log-probs, plus every parameter's gradient). Weights are graph inputs named as
 // Hugging Face names them; every log-prob comes from logits × inv_temperature.
-import { type Builder, constTensor, createBuilder, Graph, gradients, type Value } from '../engine/index.ts'
+import {
+  type AdamWGraphConfig,
+  appendAdamW,
+  type Builder,
+  constTensor,
+  createBuilder,
+  Graph,
+  gradients,
+  type Value,
+} from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
 import { type LoraConfig, loraScale, loraSpecs } from './lora.ts'
 import { POSITION_TABLE, parameterSpecs } from './parameters.ts'
@@ -414,13 +423,16 @@ export type LossBuilder = (
  * and `<parameter>_grad` for every parameter. The entropy is computed only when the loss (or an extra output)
  * uses it: encoding drops the nodes no output needs, and the (B, T, V) passes it costs are not free.
  * With `lora`, only the adapters get gradients (`<adapter>_grad`): the base weights are frozen inputs, and the
- * weight-gradient MatMuls no output needs are dropped at encoding.
+ * weight-gradient MatMuls no output needs are dropped at encoding. With `optimizer`, the gradients stay inside:
+ * clipping, AdamW and the finiteness guard follow them (engine/adamw-graph.ts), and the outputs are the trained
+ * tensors' and their moments' new values (`<name>.next`) with the gradient norm and `finite`.
  */
 export function buildTrainGraph(
   c: ModelConfig,
   lossBuilder: LossBuilder,
   dtype: FloatType = 'float32',
   options: GraphOptions = {},
+  optimizer?: AdamWGraphConfig,
 ): Graph {
   const graph = new Graph('train')
   const op = createBuilder(graph)
@@ -429,6 +441,11 @@ export function buildTrainGraph(
   op.output(loss, IO.loss)
   op.output(scores.logp, IO.tokenLogprobs)
   for (const [name, value] of Object.entries(extra ?? {})) op.output(value, name)
-  gradients(op, loss, options.lora ? [...m.adapters.values()] : [...m.params.values()])
+  const trained = options.lora ? [...m.adapters.values()] : [...m.params.values()]
+  if (!optimizer) {
+    gradients(op, loss, trained)
+    return graph
+  }
+  appendAdamW(op, loss, trained, gradients(op, loss, trained, { outputs: false }), optimizer)
   return graph
 }

@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
-import { PolicyModel } from '../policy/policy-model.ts'
+import { policyModel } from '../policy/trainer.ts'
 import { createServeMetrics, type ServeMetrics } from './metrics.ts'
 import { type DecodeStepper, Scheduler } from './scheduler.ts'
 import { servedModel } from './served-model.ts'
@@ -50,7 +50,7 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
   const model = servedModel(checkpoint, options.name)
   const rows = options.rows ?? DEFAULT_BATCH_ROWS
   const context = options.context ?? Math.min(DEFAULT_CONTEXT, checkpoint.config.maxPositions)
-  const policy = new PolicyModel(engine, checkpoint.config, checkpoint.weights)
+  const policy = policyModel(engine, checkpoint.config, checkpoint.weights)
   const batch = new DecodeBatch(policy, { rows, capacity: context, sampling: 'auto', compact: true })
   const metrics = createServeMetrics()
   const scheduler = new Scheduler(options.wrapBatch ? options.wrapBatch(batch) : batch, {

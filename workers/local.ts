@@ -170,6 +170,7 @@ function lazyEngine(create: () => Engine): Engine {
     load: (model) => get().load(model),
     run: (model, feeds, options) => get().run(model, feeds, options),
     keep: (feeds) => get().keep(feeds),
+    read: (kept, names) => get().read(kept, names),
     allocate: (shapes) => get().allocate(shapes),
     forget: async (kept) => {
       if (engine) await engine.forget(kept)

@@ -85,6 +85,7 @@ export {
 } from './supervised.ts'
 export {
   actorFeeds,
+  actorLossBuilder,
   loadActorTrainModel,
   type MiniBatchMetrics,
   padToMiniBatch,

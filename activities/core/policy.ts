@@ -4,9 +4,10 @@ import type { Engine } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
-import { initLora, type LoraConfig } from '../../policy/lora.ts'
-import { PolicyModel, type PolicyModelOptions } from '../../policy/policy-model.ts'
+import { initLora, type LoraConfig, mergeLora } from '../../policy/lora.ts'
+import type { PolicyModel, PolicyModelOptions } from '../../policy/policy-model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
+import { Trainer } from '../../policy/trainer.ts'
 import { ENGINE_DEFAULTS, type EngineSettingsConfig } from '../../seed/config.ts'
 
 export class CorePhaseError extends Error {
@@ -27,6 +28,9 @@ export interface PromptCodec {
 }
 
 export interface Policy {
+  /** The owner of the policy's trained tensors and optimizer state (policy/trainer.ts). */
+  trainer: Trainer
+  /** `trainer.model`: its graphs. */
   model: PolicyModel
   codec: PromptCodec
   checkpoint: Checkpoint
@@ -106,10 +110,10 @@ function endOfTurnId(tokenizer: TextTokenizer, template: ChatTemplate): number |
 }
 
 /**
- * Loads a checkpoint (weights copied, so training the policy never changes the checkpoint's arrays). A
- * checkpoint with a chat template (tokenizer_config.json of an imported model) gets the template's codec;
- * otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>` by default). `settings`
- * (the run config's `engine`) lay out its graphs.
+ * Loads a checkpoint into a trainer on `engine` (its arrays are not changed: steps replace the tensors where
+ * the engine keeps them). A checkpoint with a chat template (tokenizer_config.json of an imported model) gets
+ * the template's codec; otherwise `kind` decides (the built-in model's plain `<|im_start|>` text `<|im_end|>`
+ * by default). `settings` (the run config's `engine`) lay out its graphs.
  */
 export function loadPolicy(
   engine: Engine,
@@ -119,19 +123,14 @@ export function loadPolicy(
   const codec = checkpointCodec(checkpoint, options.kind)
   const layout = modelOptions(options.settings ?? ENGINE_DEFAULTS)
   const lora = checkpoint.lora
-  if (lora) {
-    // the adapter graphs over the frozen base: rollout, rescore and update compute the same function
-    const model = new PolicyModel(engine, checkpoint.config, copyWeights(lora.base), {
-      ...layout,
-      lora: { config: lora.config, adapters: copyWeights(lora.adapters) },
-    })
-    return { model, codec, checkpoint }
-  }
-  return {
-    model: new PolicyModel(engine, checkpoint.config, copyWeights(checkpoint.weights), layout),
-    codec,
-    checkpoint,
-  }
+  // with adapters: the adapter graphs over the frozen base, so rollout, rescore and update compute one function
+  const trainer = lora
+    ? new Trainer(engine, checkpoint.config, lora.base, {
+        ...layout,
+        lora: { config: lora.config, adapters: lora.adapters },
+      })
+    : new Trainer(engine, checkpoint.config, checkpoint.weights, layout)
+  return { trainer, model: trainer.model, codec, checkpoint }
 }
 
 /** The model options of a run config's engine settings. */
@@ -142,39 +141,39 @@ export function modelOptions(settings: EngineSettingsConfig): PolicyModelOptions
   }
 }
 
-function copyWeights(weights: Map<string, Float32Array>): Map<string, Float32Array> {
-  return new Map([...weights].map(([k, v]) => [k, v.slice()]))
-}
-
 /** The seed stream of fresh LoRA adapters (mixed with the run seed). */
 export const LORA_SEED = 0x10ba
 
 /**
- * Puts fresh LoRA adapters (PEFT init, seeded) on a policy without adapters, so that training moves the adapters
- * only; a policy that has adapters keeps them, and must have this config. Returns whether adapters were added
- * (a fresh adapter's optimizer state is fresh too).
+ * Puts fresh LoRA adapters (PEFT init, seeded) on a policy without adapters, over its weights as they are now,
+ * so that training moves the adapters only; a policy that has adapters keeps them, and must have this config.
+ * Returns whether adapters were added (a fresh adapter's optimizer state is fresh too).
  */
-export function withLora(policy: Policy, lora: LoraConfig, seed: number): boolean {
-  const have = policy.model.lora
+export async function withLora(policy: Policy, lora: LoraConfig, seed: number): Promise<boolean> {
+  const have = policy.trainer.lora
   if (have) {
     const same =
-      have.config.rank === lora.rank &&
-      have.config.alpha === lora.alpha &&
-      have.config.targets.length === lora.targets.length &&
-      have.config.targets.every((t) => lora.targets.includes(t))
+      have.rank === lora.rank &&
+      have.alpha === lora.alpha &&
+      have.targets.length === lora.targets.length &&
+      have.targets.every((t) => lora.targets.includes(t))
     if (!same)
       throw new CorePhaseError(
-        `the checkpoint's LoRA adapter (rank ${have.config.rank}, alpha ${have.config.alpha}, targets ` +
-          `${have.config.targets.join(', ')}) is not model.lora (rank ${lora.rank}, alpha ${lora.alpha}, targets ` +
+        `the checkpoint's LoRA adapter (rank ${have.rank}, alpha ${have.alpha}, targets ` +
+          `${have.targets.join(', ')}) is not model.lora (rank ${lora.rank}, alpha ${lora.alpha}, targets ` +
           `${lora.targets.join(', ')}): an adapter's shape cannot change within a run`,
       )
     return false
   }
-  const c = policy.model.config
-  policy.model = new PolicyModel(policy.model.engine, c, policy.model.weights, {
-    ...policy.model.options(),
+  const { trainer } = policy
+  const base = await trainer.trained()
+  await trainer.release()
+  const c = trainer.config
+  policy.trainer = new Trainer(trainer.engine, c, base, {
+    ...trainer.model.options(),
     lora: { config: lora, adapters: initLora(c, lora, mulberry32(seed)) },
   })
+  policy.model = policy.trainer.model
   return true
 }
 
@@ -186,14 +185,16 @@ export function checkpointCodec(checkpoint: Checkpoint, kind: 'builtin' | 'chatm
   return template ? chatTemplateCodec(tokenizer, template) : promptCodec(tokenizer, kind)
 }
 
-/** The policy's current weights as a checkpoint (copies). */
-export function toCheckpoint(policy: Policy): Checkpoint {
-  const { model } = policy
+/** The policy's current weights as a checkpoint: the trained tensors read back from the engine. */
+export async function toCheckpoint(policy: Policy): Promise<Checkpoint> {
+  const { trainer } = policy
   const { lora: _previous, ...rest } = policy.checkpoint
-  if (!model.lora) return { ...rest, weights: copyWeights(model.weights) }
+  const trained = await trainer.trained()
+  if (!trainer.lora) return { ...rest, weights: trained }
+  const base = trainer.base as Map<string, Float32Array>
   return {
     ...rest,
-    weights: model.mergedWeights(),
-    lora: { config: model.lora.config, adapters: copyWeights(model.lora.adapters), base: copyWeights(model.weights) },
+    weights: mergeLora(base, trained, trainer.config, trainer.lora),
+    lora: { config: trainer.lora, adapters: trained, base },
   }
 }

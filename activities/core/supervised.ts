@@ -1,9 +1,8 @@
 // Supervised training on (context → response) token pairs, loss on response tokens only (seed/ sftLoss), AdamW
 // with warm-up and cosine decay. Shared by the warm-start (behaviour cloning) and Stage 1 (skill SFT mixed
 // with acting data).
-import { AdamW, type AdamWState, cosineWithWarmup, type ModelHandle } from '../../engine/index.ts'
+import { type AdamWState, cosineWithWarmup, type ModelHandle } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
-import { trainStep } from '../../policy/train-step.ts'
 import { sftLoss } from '../../seed/index.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
 
@@ -63,13 +62,13 @@ export interface SupervisedResult {
 }
 
 export function loadSftTrainModel(policy: Policy): Promise<ModelHandle> {
-  return policy.model.loadTrainModel((op, scores, dtype) => {
+  return policy.trainer.trainModel((op, scores, dtype) => {
     const mask = op.input('mask', dtype, ['B', 'T'])
     return { loss: sftLoss(op, { logProbs: scores.logp, mask }).loss }
   })
 }
 
-/** Trains `policy` in place; each step's batch comes from one pool, drawn by share, seeded, with replacement. */
+/** Trains `policy` (a fresh optimizer state); each step's batch comes from one pool, drawn by share, seeded, with replacement. */
 export async function supervisedTrain(
   policy: Policy,
   pools: readonly ExamplePool[],
@@ -85,7 +84,8 @@ export async function supervisedTrain(
   const total = live.reduce((a, p) => a + p.share, 0)
   const rng = mulberry32(settings.seed)
   const train = await loadSftTrainModel(policy)
-  const optimizer = new AdamW({ weightDecay: settings.weightDecay ?? 0.01, noDecay: (n) => n.endsWith('norm.weight') })
+  const { trainer } = policy
+  await trainer.loadOptimizerState()
   const schedule = cosineWithWarmup({
     peakLr: settings.lr,
     warmupSteps: Math.min(settings.warmupSteps, settings.steps),
@@ -104,7 +104,11 @@ export async function supervisedTrain(
       batch.push(pool.examples[Math.floor(rng.next() * pool.examples.length)]!)
     const tb = policy.model.tokenBatch(batch, 1)
     const feeds = { ...tb.feeds, mask: policy.model.float([tb.B, tb.T], weightedMask(batch, tb.T, tb.responseMask)) }
-    const r = await trainStep(policy.model, train, feeds, optimizer, schedule(step), settings.maxGradNorm ?? 1)
+    const r = await trainer.step(train, feeds, {
+      lr: schedule(step),
+      maxGradNorm: settings.maxGradNorm ?? 1,
+      weightDecay: settings.weightDecay ?? 0.01,
+    })
     losses.push(r.loss)
     drawn.push(live.indexOf(pool))
     settings.onStep?.(step + 1, r.loss)
@@ -119,7 +123,7 @@ export async function supervisedTrain(
     pools: live.map((p, i) => ({ name: p.name, ...firstAndLast(losses.filter((_, s) => drawn[s] === i)) })),
     losses,
     stoppedEarly,
-    optimizerState: optimizer.state(),
+    optimizerState: await trainer.optimizerState(),
     seconds: (performance.now() - started) / 1000,
   }
 }

@@ -2,9 +2,10 @@
 // mini-batches (ppo_epochs = 1, no shuffle) of the actor loss L_pg − c_H·H + λ·L_opd + c_KL·L_kl built into the
 // policy's train graph. The OPD term sees only samples with a teacher (analyzed trajectories). With
 // `padToMiniBatch` (the reference's padding, docs/algorithm.md §3) copies of random samples come first.
-import { AdamW, type AdamWState, type Feeds, type ModelHandle, type Value } from '../../engine/index.ts'
+import type { AdamWState, Feeds, ModelHandle, Value } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
-import { NonFiniteLossError, type TrainStepResult, trainStep } from '../../policy/train-step.ts'
+import type { LossBuilder } from '../../policy/model.ts'
+import { NonFiniteLossError, type TrainStepResult } from '../../policy/trainer.ts'
 import type { Stage2Config } from '../../seed/config.ts'
 import {
   type ActorLossInputs,
@@ -172,9 +173,14 @@ export function padToMiniBatch(
   return [...samples, ...copies]
 }
 
-/** Loads the train graph of an actor loss with these terms and coefficients. */
+/** Loads the train graph (the optimizer inside) of an actor loss with these terms and coefficients. */
 export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: UpdateSettings): Promise<ModelHandle> {
-  return policy.model.loadTrainModel((op, scores, dtype) => {
+  return policy.trainer.trainModel(actorLossBuilder(terms, settings))
+}
+
+/** The actor loss with these terms and coefficients, and its diagnostics as extra outputs. */
+export function actorLossBuilder(terms: LossTerms, settings: UpdateSettings): LossBuilder {
+  return (op, scores, dtype) => {
     const tokens = (name: string) => op.input(name, dtype, ['B', 'T'])
     const x: ActorLossInputs = {
       logProbs: scores.logp,
@@ -215,7 +221,7 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
       extra[OUT.opdGapMean] = r.opd.gapMean
     }
     return { loss: r.loss, extra }
-  })
+  }
 }
 
 /** The train graph's feeds for one mini-batch (`control_logp` with the `control` gate). */
@@ -325,10 +331,8 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
     : input.samples
   const advantages = sampleAdvantages(samples, settings)
   const train = await loadActorTrainModel(policy, terms, settings)
-  const optimizer = new AdamW(
-    { weightDecay: settings.weightDecay, noDecay: (name) => name.endsWith('norm.weight') },
-    input.optimizerState,
-  )
+  const { trainer } = policy
+  await trainer.loadOptimizerState(input.optimizerState)
   const perMiniBatch: MiniBatchMetrics[] = []
   const miniBatches = Math.ceil(samples.length / settings.miniBatchSize)
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {
@@ -342,7 +346,11 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
       settings.opdGate,
     )
     const step = await namedNonFinite(
-      trainStep(policy.model, train, feeds, optimizer, settings.lr, settings.maxGradNorm),
+      trainer.step(train, feeds, {
+        lr: settings.lr,
+        maxGradNorm: settings.maxGradNorm,
+        weightDecay: settings.weightDecay,
+      }),
       perMiniBatch.length + 1,
       miniBatches,
       settings.lr,
@@ -384,7 +392,7 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
   }
   const first = perMiniBatch[0]!
   return {
-    optimizerState: optimizer.state(),
+    optimizerState: await trainer.optimizerState(),
     perMiniBatch,
     advantages,
     metrics: {

@@ -14,6 +14,7 @@ import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
 import type { ModelConfig } from '../../policy/config.ts'
 import { initWeights } from '../../policy/init.ts'
+import { parameterSpecs } from '../../policy/parameters.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
 import type {
   BuiltinModelConfig,
@@ -293,17 +294,17 @@ export async function actingPools(
  * its checkpoint as it is (its tokenizer and chat template make the prompts), with fresh LoRA adapters (seeded
  * as Stage 1's) when the run has them.
  */
-export function startingPolicy(
+export async function startingPolicy(
   engine: Engine,
   model: WarmstartModel,
   corpus: readonly string[],
   seed: number,
   settings?: EngineSettingsConfig,
-): Policy {
+): Promise<Policy> {
   const options = settings ? { settings } : {}
   if (model.kind === 'imported') {
     const policy = loadPolicy(engine, model.base, options)
-    if (model.lora) withLora(policy, model.lora, mixSeed(seed, LORA_SEED))
+    if (model.lora) await withLora(policy, model.lora, mixSeed(seed, LORA_SEED))
     return policy
   }
   const tokenizerJson = trainByteLevelBpe([...corpus], {
@@ -341,7 +342,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   const started = performance.now()
   const ws = input.warmstart
   const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
-  const policy = startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
+  const policy = await startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
   const acting = await actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples =
     ws.analyzerShare > 0 ? await analyzerPairs(policy, analyses, input.analyzer, input.prompt.truncation) : []
@@ -370,7 +371,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
       const r = (await validation(policy, input, step)).successRate
       checks.push({ step, successRate: r })
       if (ws.keepBest && (kept.best === null || r >= kept.best.successRate)) {
-        kept.best = { step, successRate: r, weights: copyWeights(policy.model.trainable()) }
+        kept.best = { step, successRate: r, weights: await policy.trainer.trained() }
       }
       input.onCheck?.({ step, successRate: r, seconds: (performance.now() - started) / 1000 })
       return r >= ws.targetSuccess
@@ -378,7 +379,7 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
   })
   const best = kept.best
   if (best !== null && best.step !== result.steps) {
-    for (const [name, w] of best.weights) policy.model.trainable().get(name)?.set(w)
+    await policy.trainer.setTrained(best.weights)
   }
   const keptStep = best?.step ?? result.steps
   const checked = ws.evalEvery > 0 && ws.framePolishSteps > 0
@@ -396,14 +397,16 @@ export async function warmstart(engine: Engine, input: WarmstartInput): Promise<
         })
       : null
   const after = checked ? await polishCheck(policy, input) : null
-  await policy.model.release()
-  const count = (weights: ReadonlyMap<string, Float32Array>) => [...weights.values()].reduce((n, w) => n + w.length, 0)
+  const checkpoint = await toCheckpoint(policy)
+  await policy.trainer.release()
+  const count = (specs: ReadonlyArray<{ shape: readonly number[] }>) =>
+    specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0)
   return {
-    checkpoint: toCheckpoint(policy),
+    checkpoint,
     stats: {
       vocabSize: policy.model.config.vocabSize,
-      parameters: count(policy.model.weights),
-      trainedParameters: count(policy.model.trainable()),
+      parameters: count(parameterSpecs(policy.model.config)),
+      trainedParameters: count(policy.trainer.trainedSpecs()),
       demoEpisodes: ws.demoTasks,
       plainPairs: plain.length,
       skillPairs: skilled.length,
@@ -454,10 +457,6 @@ async function mapYielding<T, U>(items: readonly T[], fn: (item: T) => U, every 
     out.push(fn(items[i] as T))
   }
   return out
-}
-
-function copyWeights(weights: ReadonlyMap<string, Float32Array>): Map<string, Float32Array> {
-  return new Map([...weights].map(([name, w]) => [name, w.slice()]))
 }
 
 /** The first `tasks` validation tasks (the checks': evalTasks), sampled with the stream of (seed, step). */

@@ -20,7 +20,7 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
       async compute({ store, attempt }) {
         const { policy } = await read.policy(base)
         const annotated = await annotation(store, run, config, policy, attempt)
-        if (config.model.lora) withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
+        if (config.model.lora) await withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
         const trained = await trainStage1(policy, annotated, config, (step, loss) =>
           heartbeat({ phase: 'stage1', step, steps: config.stage1.steps, loss }),
         )
@@ -31,7 +31,7 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
         }
         const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)
         return {
-          outputs: { ...(await writeCheckpoint(store, key, toCheckpoint(policy))), ...annotated.outputs },
+          outputs: { ...(await writeCheckpoint(store, key, await toCheckpoint(policy))), ...annotated.outputs },
           stats,
         }
       },

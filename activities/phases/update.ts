@@ -48,8 +48,8 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
         const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
         const { policy, optimizer } = await read.policy(snap.acting)
         // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
-        const fresh = lora ? withLora(policy, lora, mixSeed(seed, iteration, LORA_SEED)) : false
-        const adapter = policy.model.lora?.config
+        const fresh = lora ? await withLora(policy, lora, mixSeed(seed, iteration, LORA_SEED)) : false
+        const adapter = policy.model.lora
         if (!lora && adapter)
           throw fatal(
             `checkpoint ${snap.acting.prefix} carries a LoRA adapter (rank ${adapter.rank}, alpha ${adapter.alpha}, ` +
@@ -87,7 +87,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
             stats[`mix${name.charAt(0).toUpperCase()}${name.slice(1)}`] = value
         }
         const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)
-        return { outputs: await writeCheckpoint(store, key, toCheckpoint(policy), updated.optimizerState), stats }
+        return { outputs: await writeCheckpoint(store, key, await toCheckpoint(policy), updated.optimizerState), stats }
       },
     }
   },

@@ -33,7 +33,7 @@ import {
 import { Constant, ConstantOfShape, Range } from './generators.ts'
 import { Gather, GatherElements, GatherND, ScatterElements, ScatterND } from './index-ops.ts'
 import { LogSoftmax, MatMul, RMSNormalization, Softmax, Trilu } from './nn.ts'
-import { ArgMax, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceSum } from './reduce.ts'
+import { ArgMax, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceSum, ReduceSumSquare } from './reduce.ts'
 import {
   Concat,
   Expand,
@@ -88,6 +88,7 @@ export const OPS = {
   ReduceMax,
   ReduceMean,
   ReduceSum,
+  ReduceSumSquare,
   Reshape,
   RMSNormalization,
   ScatterElements,

@@ -48,6 +48,21 @@ export const ReduceSum = defineOp({
   ],
 })
 
+/** Σ x² over the axes: a gradient's squared norm without a squared copy of it. */
+export const ReduceSumSquare = defineOp({
+  opType: 'ReduceSumSquare',
+  build: reduceBuild,
+  infer: reduceInfer('ReduceSumSquare'),
+  // dx = 2·x·dy
+  vjp: (op, { x: [x, axes], dy, attrs }): Grads => [
+    op.Mul(
+      op.Mul(op.Expand(keptGradient(op, dy, axes ?? null, attrs.int('keepdims', 1) === 1), op.shapeOf(x!)), x!),
+      2,
+    ),
+    null,
+  ],
+})
+
 export const ReduceMean = defineOp({
   opType: 'ReduceMean',
   build: reduceBuild,

@@ -175,6 +175,14 @@ export const GRAD_CASES: Partial<Record<OpName, GradCase[]>> = {
     },
     { name: 'all axes, keepdims 1', inputs: { x: { dims: [2, 3] } }, build: (op, { x }) => op.ReduceSum(x!) },
   ],
+  ReduceSumSquare: [
+    {
+      name: 'axis 1, keepdims 0',
+      inputs: { x: { dims: [2, 3, 4] } },
+      build: (op, { x }) => op.ReduceSumSquare(x!, [1], { keepdims: 0 }),
+    },
+    { name: 'all axes, keepdims 1', inputs: { x: { dims: [2, 3] } }, build: (op, { x }) => op.ReduceSumSquare(x!) },
+  ],
   ReduceMean: [
     { name: 'last axis', inputs: { x: { dims: [2, 3, 4] } }, build: (op, { x }) => op.ReduceMean(x!, [-1]) },
     {

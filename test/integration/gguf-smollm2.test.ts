@@ -14,8 +14,8 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { generate } from '../../policy/generate.ts'
 import { importGguf } from '../../policy/gguf/gguf-import.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
 import { decodeSafetensors, type RawTensor, toFloat32 } from '../../policy/safetensors.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
 import { TEST_ENV } from './servers.ts'
 
@@ -55,7 +55,7 @@ describe('SmolLM2-135M-Instruct GGUF vs transformers', () => {
 
   it('gives the logits of transformers within 1e-3 and the same argmax at every position', async (t) => {
     const ids = ints(expected.get('input_ids') as RawTensor)
-    const model = new PolicyModel(engine, imported.checkpoint.config, imported.checkpoint.weights)
+    const model = policyModel(engine, imported.checkpoint.config, imported.checkpoint.weights)
     const logits = (await model.logits([ids]))[0] as Float64Array
     const V = imported.checkpoint.config.vocabSize
     const T = ids.length
@@ -97,7 +97,7 @@ describe('SmolLM2-135M-Instruct GGUF vs transformers', () => {
 
   it('decodes the same 32 greedy tokens as transformers', async () => {
     const ids = ints(expected.get('input_ids') as RawTensor)
-    const model = new PolicyModel(engine, imported.checkpoint.config, imported.checkpoint.weights)
+    const model = policyModel(engine, imported.checkpoint.config, imported.checkpoint.weights)
     const { sequences } = await generate(model, [ids], {
       maxNewTokens: 32,
       temperature: 1,

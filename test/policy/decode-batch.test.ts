@@ -7,7 +7,7 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { DecodeBatch, type SampledToken, type SequenceSpec, topK } from '../../policy/decode-batch.ts'
 import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { SMALL } from './small-config.ts'
 import { staggered } from './staggered-decode.ts'
 
@@ -22,7 +22,7 @@ function logSoftmax(row: Float64Array): Float64Array {
 describe('decode batch', () => {
   const engine = createLocalEngine({ threads: 1 })
   after(() => engine.close())
-  const model = new PolicyModel(engine, SMALL, initWeights(SMALL, mulberry32(5), 0.3))
+  const model = policyModel(engine, SMALL, initWeights(SMALL, mulberry32(5), 0.3))
   const spec = (i: number, over: Partial<SequenceSpec> = {}): SequenceSpec => ({
     prompt: PROMPTS[i] as number[],
     temperature: 0.8,

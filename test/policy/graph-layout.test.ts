@@ -5,10 +5,10 @@ import { after, describe, it } from 'node:test'
 import { createLocalEngine, type Fetches } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { initWeights } from '../../policy/init.ts'
+import { meanNll } from '../../policy/losses.ts'
 import { defaultLogitChunks, type GraphOptions, IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
-import { meanNll } from '../../policy/train-step.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { SMALL } from './small-config.ts'
 
 const engine = createLocalEngine({ threads: 1, graphOptimizationLevel: 'basic' })
@@ -21,11 +21,13 @@ const items = [
 ]
 
 async function run(options: GraphOptions, few = false): Promise<{ score: Fetches; train: Fetches }> {
-  const model = new PolicyModel(engine, SMALL, weights, { dtype: 'float64', graph: options })
+  const model = policyModel(engine, SMALL, weights, { dtype: 'float64', graph: options })
   const batch = model.tokenBatch(few ? items.slice(2) : items, 0.7)
-  const score = await engine.run(await model.scoreModel(), batch.feeds)
-  const train = await engine.run(await model.loadTrainModel(meanNll), {
+  const trained = await model.trainedFeeds()
+  const score = await engine.run(await model.scoreModel(), { ...batch.feeds, ...trained })
+  const train = await engine.run(await model.gradientModel(meanNll), {
     ...batch.feeds,
+    ...trained,
     mask: model.float([batch.B, batch.T], batch.responseMask),
   })
   return { score, train }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { CorePhaseError, toCheckpoint, withLora } from '../../activities/core/index.ts'
-import { AdamW, createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
+import { createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { type Checkpoint, CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { exportStandaloneOnnx } from '../../policy/export.ts'
@@ -18,11 +18,11 @@ import {
   loraSpecs,
   mergeLora,
 } from '../../policy/lora.ts'
+import { meanNll } from '../../policy/losses.ts'
 import { buildScoreGraph, buildTrainGraph, IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
 import { decodeSafetensors } from '../../policy/safetensors.ts'
-import { meanNll, trainStep } from '../../policy/train-step.ts'
+import { policyModel, Trainer } from '../../policy/trainer.ts'
 import { parseRunConfig, runConfig } from '../../seed/config.ts'
 import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
 import { SMALL } from './small-config.ts'
@@ -128,9 +128,9 @@ describe('LoRA graphs', () => {
 
   it('gives the logits of the merged weights W + (alpha/r)·B·A (float64, every target)', async (t) => {
     const adapters = trainedAdapters(ALL, 8)
-    const withAdapters = new PolicyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: ALL, adapters } })
-    const merged = new PolicyModel(engine, SMALL, mergeLora(weights, adapters, SMALL, ALL), { dtype: 'float64' })
-    const plain = new PolicyModel(engine, SMALL, weights, { dtype: 'float64' })
+    const withAdapters = policyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: ALL, adapters } })
+    const merged = policyModel(engine, SMALL, mergeLora(weights, adapters, SMALL, ALL), { dtype: 'float64' })
+    const plain = policyModel(engine, SMALL, weights, { dtype: 'float64' })
     const [a, m, p] = await Promise.all([withAdapters, merged, plain].map((model) => model.logits(sequences)))
     let gap = 0
     let effect = 0
@@ -147,11 +147,11 @@ describe('LoRA graphs', () => {
   })
 
   it('gives the base model exactly with fresh adapters (B = 0)', async () => {
-    const fresh = new PolicyModel(engine, SMALL, weights, {
+    const fresh = policyModel(engine, SMALL, weights, {
       dtype: 'float64',
       lora: { config: ALL, adapters: initLora(SMALL, ALL, mulberry32(1)) },
     })
-    const plain = new PolicyModel(engine, SMALL, weights, { dtype: 'float64' })
+    const plain = policyModel(engine, SMALL, weights, { dtype: 'float64' })
     assert.deepEqual(
       await fresh.score([{ context: [3, 4], response: [5, 6] }]),
       await plain.score([{ context: [3, 4], response: [5, 6] }]),
@@ -176,9 +176,9 @@ describe('LoRA graphs', () => {
   it('has adapter gradients equal to directional finite differences (float64, every A and B)', async (t) => {
     const lora: LoraConfig = { rank: 3, alpha: 6, dropout: 0, targets: LORA_TARGETS }
     const adapters = trainedAdapters(lora, 12, 0.3)
-    const model = new PolicyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: lora, adapters } })
+    const model = policyModel(engine, SMALL, weights, { dtype: 'float64', lora: { config: lora, adapters } })
     // a masked mean NLL in the model's dtype (meanNll is float32)
-    const train = await model.loadTrainModel((op, scores, dtype) => {
+    const train = await model.gradientModel((op, scores, dtype) => {
       const mask = op.input('mask', dtype, ['B', 'T'])
       return { loss: op.Neg(op.ReduceSum(op.Mul(scores.logp, mask), undefined, { keepdims: 0 })) }
     })
@@ -189,11 +189,15 @@ describe('LoRA graphs', () => {
       ],
       0.8,
     )
-    const feeds: Feeds = { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
+    const feeds: Feeds = {
+      ...batch.feeds,
+      ...(await model.trainedFeeds()),
+      mask: model.float([batch.B, batch.T], batch.responseMask),
+    }
     const out = await engine.run(train, feeds)
     const dir = mulberry32(21)
     let worst = 0
-    for (const spec of model.trainableSpecs()) {
+    for (const spec of model.parameters.trainedSpecs()) {
       const base = feeds[spec.name]?.data as Float64Array
       const direction = Float64Array.from(base, () => dir.next() * 2 - 1)
       const lossAt = async (h: number) => {
@@ -212,29 +216,31 @@ describe('LoRA graphs', () => {
       )
     }
     t.diagnostic(
-      `worst relative gap analytic vs finite difference over ${model.trainableSpecs().length} tensors: ${worst.toExponential(2)}`,
+      `worst relative gap analytic vs finite difference over ${model.parameters.trainedSpecs().length} tensors: ${worst.toExponential(2)}`,
     )
     assert.ok(worst < 1e-5)
   })
 
   it('trains the adapters and leaves the base weights unchanged', async () => {
     const adapters = initLora(SMALL, ALL, mulberry32(2))
-    const model = new PolicyModel(engine, SMALL, weights, { lora: { config: ALL, adapters } })
+    const trainer = new Trainer(engine, SMALL, weights, { lora: { config: ALL, adapters } })
+    const model = trainer.model
     const before = new Map([...weights].map(([k, v]) => [k, v.slice()]))
     const adaptersBefore = new Map([...adapters].map(([k, v]) => [k, v.slice()]))
-    const train = await model.loadTrainModel(meanNll)
+    const train = await trainer.trainModel(meanNll)
     const batch = model.tokenBatch([{ context: [3, 8, 1], response: [9, 14, 2, 7] }], 1)
     const feeds = { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
-    const optimizer = new AdamW({ weightDecay: 0 })
-    const first = await trainStep(model, train, feeds, optimizer, 1e-2)
-    for (let i = 0; i < 5; i++) await trainStep(model, train, feeds, optimizer, 1e-2)
-    const last = await trainStep(model, train, feeds, optimizer, 1e-2)
+    const first = await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })
+    for (let i = 0; i < 5; i++) await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })
+    const last = await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })
     assert.ok(last.loss < first.loss, `loss ${first.loss} → ${last.loss}`)
     for (const spec of parameterSpecs(SMALL)) assert.deepEqual(weights.get(spec.name), before.get(spec.name))
-    const moved = [...adapters].filter(([k, v]) => v.some((x, i) => x !== adaptersBefore.get(k)?.[i]))
+    assert.deepEqual(adapters, adaptersBefore, 'the arrays given are not changed: the engine keeps the trained ones')
+    const trained = await trainer.trained()
+    const moved = [...trained].filter(([k, v]) => v.some((x, i) => x !== adaptersBefore.get(k)?.[i]))
     assert.equal(moved.length, adapters.size)
     assert.deepEqual(
-      Object.keys(optimizer.state().tensors).sort(),
+      Object.keys((await trainer.optimizerState()).tensors).sort(),
       [...adapters.keys()].flatMap((k) => [`${k}.exp_avg`, `${k}.exp_avg_sq`]).sort(),
     )
   })
@@ -248,9 +254,10 @@ describe('LoRA checkpoints and run config', () => {
 
   it('stores merged weights in model.safetensors, the PEFT adapter and the base beside; loads the adapter graphs back', async () => {
     const adapters = trainedAdapters(lora, 31)
-    const trained = new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters } })
-    const policy = { model: trained, codec: undefined as never, checkpoint: checkpointOf(weights) }
-    const files = encodeCheckpoint(toCheckpoint(policy))
+    const trainer = new Trainer(engine, SMALL, weights, { lora: { config: lora, adapters } })
+    const trained = trainer.model
+    const policy = { trainer, model: trained, codec: undefined as never, checkpoint: checkpointOf(weights) }
+    const files = encodeCheckpoint(await toCheckpoint(policy))
     assert.deepEqual(Object.keys(files).sort(), [
       'adapter/adapter_config.json',
       'adapter/adapter_model.safetensors',
@@ -264,11 +271,11 @@ describe('LoRA checkpoints and run config', () => {
     assert.deepEqual(back.lora?.adapters, adapters)
     assert.deepEqual(back.weights, mergeLora(weights, adapters, SMALL, lora))
     const items = [{ context: [3, 4, 9], response: [5, 6, 1] }]
-    const loaded = new PolicyModel(engine, SMALL, back.lora?.base as Map<string, Float32Array>, {
+    const loaded = policyModel(engine, SMALL, back.lora?.base as Map<string, Float32Array>, {
       lora: { config: lora, adapters: back.lora?.adapters as Map<string, Float32Array> },
     })
     assert.deepEqual(await loaded.score(items), await trained.score(items))
-    const merged = await new PolicyModel(engine, SMALL, back.weights).score(items)
+    const merged = await policyModel(engine, SMALL, back.weights).score(items)
     const exact = await trained.score(items)
     const gap = Math.max(...(merged[0]?.logprobs ?? []).map((v, i) => Math.abs(v - (exact[0]?.logprobs[i] as number))))
     assert.ok(gap < 1e-4, `merged-weight log-probs vs the adapter graph's: ${gap}`)
@@ -276,8 +283,9 @@ describe('LoRA checkpoints and run config', () => {
 
   it('exports a standalone ONNX model with the adapters merged into its weights', async () => {
     const adapters = trainedAdapters(lora, 17)
-    const model = new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters } })
-    const standalone = await engine.load(exportStandaloneOnnx(model, 'forward'))
+    const trainer = new Trainer(engine, SMALL, weights, { lora: { config: lora, adapters } })
+    const model = trainer.model
+    const standalone = await engine.load(await exportStandaloneOnnx(trainer, 'forward'))
     const sequence = [3, 8, 1, 9, 14, 2]
     const feeds = model.tokenBatch([{ context: sequence, response: [] }], 1).feeds
     const onlyInputs = Object.fromEntries(
@@ -285,19 +293,16 @@ describe('LoRA checkpoints and run config', () => {
     )
     const exported = (await engine.run(standalone, onlyInputs))[IO.logits]?.data as Float32Array
     const ours = (await model.logits([sequence]))[0] as Float64Array
-    const plain = (await new PolicyModel(engine, SMALL, weights).logits([sequence]))[0] as Float64Array
+    const plain = (await policyModel(engine, SMALL, weights).logits([sequence]))[0] as Float64Array
     const gap = (a: ArrayLike<number>) => Math.max(...Array.from(ours, (v, i) => Math.abs(v - (a[i] as number))))
     assert.ok(gap(exported) < 1e-4, `exported vs adapter graph: ${gap(exported)}`)
     assert.ok(gap(plain) > 0.05, `the adapters matter (${gap(plain)})`)
   })
 
-  it('refuses a LoRA checkpoint that lacks its base', () => {
-    const policy = {
-      model: new PolicyModel(engine, SMALL, weights, { lora: { config: lora, adapters: trainedAdapters(lora, 3) } }),
-      codec: undefined as never,
-      checkpoint: checkpointOf(weights),
-    }
-    const { 'lora_base.safetensors': _base, ...files } = encodeCheckpoint(toCheckpoint(policy))
+  it('refuses a LoRA checkpoint that lacks its base', async () => {
+    const trainer = new Trainer(engine, SMALL, weights, { lora: { config: lora, adapters: trainedAdapters(lora, 3) } })
+    const policy = { trainer, model: trainer.model, codec: undefined as never, checkpoint: checkpointOf(weights) }
+    const { 'lora_base.safetensors': _base, ...files } = encodeCheckpoint(await toCheckpoint(policy))
     assert.throws(
       () => decodeCheckpoint(files, 'ck/'),
       new CheckpointError(
@@ -306,17 +311,15 @@ describe('LoRA checkpoints and run config', () => {
     )
   })
 
-  it('puts fresh adapters on a policy without them and refuses another adapter shape on one with them', () => {
-    const policy = {
-      model: new PolicyModel(engine, SMALL, weights),
-      codec: undefined as never,
-      checkpoint: checkpointOf(weights),
-    }
-    assert.equal(withLora(policy, lora, 7), true)
-    assert.deepEqual(policy.model.lora?.config, lora)
-    assert.equal(withLora(policy, { ...lora }, 8), false, 'the same config keeps the trained adapters')
-    assert.throws(
-      () => withLora(policy, { ...lora, rank: 8 }, 7),
+  it('puts fresh adapters on a policy without them and refuses another adapter shape on one with them', async () => {
+    const trainer = new Trainer(engine, SMALL, weights)
+    const policy = { trainer, model: trainer.model, codec: undefined as never, checkpoint: checkpointOf(weights) }
+    assert.equal(await withLora(policy, lora, 7), true)
+    assert.deepEqual(policy.model.lora, lora)
+    assert.deepEqual(policy.trainer.base, weights, 'the adapters sit over the weights as they were')
+    assert.equal(await withLora(policy, { ...lora }, 8), false, 'the same config keeps the trained adapters')
+    await assert.rejects(
+      withLora(policy, { ...lora, rank: 8 }, 7),
       new CorePhaseError(
         "the checkpoint's LoRA adapter (rank 4, alpha 8, targets q_proj, v_proj, down_proj) is not model.lora " +
           "(rank 8, alpha 8, targets q_proj, v_proj, down_proj): an adapter's shape cannot change within a run",

@@ -2,7 +2,7 @@
 // model memorizes a fixed corpus.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { AdamW, createLocalEngine, type Value } from '../../engine/index.ts'
+import { createLocalEngine, type Value } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
 import {
@@ -15,10 +15,9 @@ import { type ModelConfig, PRESETS } from '../../policy/config.ts'
 import { exportStandaloneOnnx } from '../../policy/export.ts'
 import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
-import { IO } from '../../policy/model.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
+import { IO, type LossBuilder } from '../../policy/model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
-import { trainStep } from '../../policy/train-step.ts'
+import { policyModel, Trainer } from '../../policy/trainer.ts'
 
 const CORPUS = [
   'Push the box right, then up.',
@@ -48,7 +47,8 @@ describe('memorizing a small corpus', () => {
       headDim: 16,
       maxPositions: 64,
     }
-    const model = new PolicyModel(engine, config, initWeights(config, mulberry32(1)))
+    const trainer = new Trainer(engine, config, initWeights(config, mulberry32(1)))
+    const model = trainer.model
     const bos = tokenizer.tokenId('<|im_start|>') as number
     const eos = tokenizer.eosIds[0] as number
     // a distinct context per sentence (its number), so that every next token is determined and memorizable
@@ -56,7 +56,7 @@ describe('memorizing a small corpus', () => {
       context: [bos, ...tokenizer.encode(`${i}:`)],
       response: [...tokenizer.encode(text), eos],
     }))
-    const nll = (op: Parameters<Parameters<typeof model.loadTrainModel>[0]>[0], s: { logp: Value }) => {
+    const nll: LossBuilder = (op, s: { logp: Value }) => {
       const mask = op.input('mask', 'float32', ['B', 'T'])
       const loss = op.Div(
         op.Neg(op.ReduceSum(op.Mul(s.logp, mask), undefined, { keepdims: 0 })),
@@ -64,9 +64,8 @@ describe('memorizing a small corpus', () => {
       )
       return { loss }
     }
-    const train = await model.loadTrainModel(nll)
+    const train = await trainer.trainModel(nll)
     const batch = model.tokenBatch(items, 1)
-    const optimizer = new AdamW({ weightDecay: 0 })
     const feeds = () => ({
       ...model.tokenBatch(items, 1).feeds,
       mask: model.float([batch.B, batch.T], batch.responseMask),
@@ -74,7 +73,7 @@ describe('memorizing a small corpus', () => {
     let loss = Number.POSITIVE_INFINITY
     let steps = 0
     while (loss >= 0.05 && steps < 400) {
-      loss = (await trainStep(model, train, feeds(), optimizer, 3e-3)).loss
+      loss = (await trainer.step(train, feeds(), { lr: 3e-3, weightDecay: 0 })).loss
       steps++
     }
     t.diagnostic(`loss ${loss.toFixed(4)} nats/token after ${steps} AdamW steps`)
@@ -93,19 +92,22 @@ describe('memorizing a small corpus', () => {
     )
 
     // checkpoint (weights + optimizer) round trip: same loss from the reloaded model
-    const files = encodeCheckpoint({ config, weights: model.weights, eosIds: [eos], tokenizerJson: {} })
+    const files = encodeCheckpoint({ config, weights: await trainer.trained(), eosIds: [eos], tokenizerJson: {} })
     const reloaded = decodeCheckpoint(files)
-    const opt = decodeOptimizerState(encodeOptimizerState(optimizer.state()))
+    const opt = decodeOptimizerState(encodeOptimizerState(await trainer.optimizerState()))
     assert.equal(opt.step, steps)
-    const again = new PolicyModel(engine, reloaded.config, reloaded.weights)
-    const check = await engine.run(await again.loadTrainModel(nll), feeds())
-    const lossBefore = Number((await engine.run(train, feeds()))[IO.loss]?.data[0])
+    const again = policyModel(engine, reloaded.config, reloaded.weights)
+    const check = await engine.run(await again.gradientModel(nll), feeds(), { kept: await again.parameters.kept() })
+    const lossBefore = Number(
+      (await engine.run(await model.gradientModel(nll), feeds(), { kept: await model.parameters.kept() }))[IO.loss]
+        ?.data[0],
+    )
     assert.ok(Math.abs(Number(check[IO.loss]?.data[0]) - lossBefore) <= 1e-6, 'reloaded loss differs')
 
     // standalone ONNX (weights inside) in a fresh session: identical logits
     const fresh = createLocalEngine({ threads: 1 })
     try {
-      const standalone = await fresh.load(exportStandaloneOnnx(model, 'forward'))
+      const standalone = await fresh.load(await exportStandaloneOnnx(trainer, 'forward'))
       const sequence = [...(items[0]?.context ?? []), ...(items[0]?.response ?? [])]
       const {
         [IO.targets]: _t,

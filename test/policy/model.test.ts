@@ -5,7 +5,7 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
 import { IO } from '../../policy/model.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { SMALL } from './small-config.ts'
 
 const PROMPTS = [
@@ -30,15 +30,11 @@ describe('policy model graphs', () => {
     [', learned positions', { ...SMALL, learnedPositions: true }],
   ] as const) {
     it(`decodes with the KV cache exactly as a full forward pass over the same tokens (ragged prompts${what})`, async (t) => {
-      const model = new PolicyModel(
-        engine,
-        config,
-        config === SMALL ? weights : initWeights(config, mulberry32(5), 0.3),
-      )
+      const model = policyModel(engine, config, config === SMALL ? weights : initWeights(config, mulberry32(5), 0.3))
       const rngs = PROMPTS.map((_, i) => mulberry32(100 + i))
       // record the decode graph's distribution at every step by sampling with temperature 1
       const steps: Float64Array[][] = PROMPTS.map(() => [])
-      const handles = [await model.decodeModel('logprobs', true), await model.decodeModel('logprobs')] // prefill, steps
+      const handles = [await model.decodeSession('logprobs', true), await model.decodeSession('logprobs', false)] // prefill, steps
       const run = engine.run.bind(engine)
       engine.run = async (h, feeds, options) => {
         const out = await run(h, feeds, options)
@@ -79,18 +75,22 @@ describe('policy model graphs', () => {
   }
 
   it('gives the same token log-probs in the sampler, the score graph and the train graph (PPO ratio exactly 1)', async (t) => {
-    const model = new PolicyModel(engine, SMALL, weights)
+    const model = policyModel(engine, SMALL, weights)
     const temperature = 0.7
     const rngs = PROMPTS.map((_, i) => mulberry32(7 + i))
     const { sequences } = await generate(model, PROMPTS, { maxNewTokens: 10, temperature, topP: 0.9, eosIds: [], rngs })
     const items = PROMPTS.map((context, b) => ({ context, response: sequences[b]?.tokens ?? [] }))
     const scored = await model.score(items, temperature)
-    const train = await model.loadTrainModel((op, scores) => {
+    const train = await model.gradientModel((op, scores) => {
       const mask = op.input('mask', 'float32', ['B', 'T'])
       return { loss: op.Neg(op.ReduceSum(op.Mul(scores.logp, mask), undefined, { keepdims: 0 })) as Value }
     })
     const batch = model.tokenBatch(items, temperature)
-    const out = await engine.run(train, { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) })
+    const out = await engine.run(
+      train,
+      { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) },
+      { kept: await model.parameters.kept() },
+    )
     const trainLogp = out[IO.tokenLogprobs]?.data as Float32Array
     let worst = 0
     items.forEach((item, b) => {
@@ -106,7 +106,7 @@ describe('policy model graphs', () => {
   })
 
   it('samples reproducibly: the same seeds give the same tokens', async () => {
-    const model = new PolicyModel(engine, SMALL, weights)
+    const model = policyModel(engine, SMALL, weights)
     const draw = async () =>
       (
         await generate(model, PROMPTS, {
@@ -120,7 +120,7 @@ describe('policy model graphs', () => {
   })
 
   it('draws the same tokens in the graph as from returned log-probs (one uniform per step, vocabulary order)', async () => {
-    const model = new PolicyModel(engine, SMALL, weights)
+    const model = policyModel(engine, SMALL, weights)
     const draw = async (sampling: 'in-graph' | 'logprobs', greedy = false) =>
       (
         await generate(model, PROMPTS, {
@@ -147,7 +147,7 @@ describe('policy model graphs', () => {
   })
 
   it('stops at an end-of-sequence token and at a stop string', async () => {
-    const model = new PolicyModel(engine, SMALL, weights)
+    const model = policyModel(engine, SMALL, weights)
     const rngs = PROMPTS.map((_, i) => mulberry32(i))
     const free = await generate(model, PROMPTS, { maxNewTokens: 8, temperature: 1, eosIds: [], rngs })
     const first = free.sequences[0]?.tokens[2] as number
@@ -191,11 +191,11 @@ describe('policy model graph lifetime', () => {
       },
     }
     try {
-      const model = new PolicyModel(counting, SMALL, initWeights(SMALL, mulberry32(5)))
-      await model.decodeModel('logprobs', true)
-      await model.decodeModel('logprobs')
+      const model = policyModel(counting, SMALL, initWeights(SMALL, mulberry32(5)))
+      await model.decodeSession('logprobs', true)
+      await model.decodeSession('logprobs', false)
       await model.scoreModel()
-      await model.loadTrainModel((op, scores) => ({ loss: op.ReduceSum(scores.logp, undefined, { keepdims: 0 }) }))
+      await model.gradientModel((op, scores) => ({ loss: op.ReduceSum(scores.logp, undefined, { keepdims: 0 }) }))
       assert.equal(live.size, 4)
       await model.release()
       assert.equal(live.size, 0)

@@ -12,8 +12,8 @@ import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
 import { decodePeftAdapter, LORA_TARGETS, mergeLora } from '../../policy/lora.ts'
 import { IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
 import { decodeSafetensors, type RawTensor, toFloat32 } from '../../policy/safetensors.ts'
+import { policyModel } from '../../policy/trainer.ts'
 
 const fixture = (family: string, file = '') =>
   fileURLToPath(new URL(`../fixtures/reference/${family}/${file}`, import.meta.url))
@@ -35,7 +35,7 @@ for (const family of ['llama', 'qwen2', 'llama-bias']) {
     it('reproduces the logits of the imported model (max abs difference ≤ 1e-4)', async (t) => {
       const { checkpoint } = await importHuggingFaceFolder(fixture(family))
       const { tensors, rows, T } = await loadExpected(family)
-      const model = new PolicyModel(engine, checkpoint.config, checkpoint.weights)
+      const model = policyModel(engine, checkpoint.config, checkpoint.weights)
       const ours = await model.logits(rows)
       const expected = toFloat32(tensors.get('logits') as RawTensor)
       const V = checkpoint.config.vocabSize
@@ -52,9 +52,9 @@ for (const family of ['llama', 'qwen2', 'llama-bias']) {
     it('reproduces the loss and every parameter gradient (relative difference ≤ 1e-3)', async (t) => {
       const { checkpoint } = await importHuggingFaceFolder(fixture(family))
       const { tensors, rows } = await loadExpected(family)
-      const model = new PolicyModel(engine, checkpoint.config, checkpoint.weights)
+      const model = policyModel(engine, checkpoint.config, checkpoint.weights)
       // transformers' loss: mean cross-entropy over every next-token target
-      const train = await model.loadTrainModel((op, scores) => {
+      const train = await model.gradientModel((op, scores) => {
         const mask = op.input('mask', 'float32', ['B', 'T'])
         return {
           loss: op.Div(
@@ -65,7 +65,11 @@ for (const family of ['llama', 'qwen2', 'llama-bias']) {
       })
       const items = rows.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) }))
       const batch = model.tokenBatch(items, 1)
-      const out = await engine.run(train, { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) })
+      const out = await engine.run(
+        train,
+        { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) },
+        { kept: await model.parameters.kept() },
+      )
       const loss = Number(out[IO.loss]?.data[0])
       const expectedLoss = toFloat32(tensors.get('loss') as RawTensor)[0] as number
       assert.ok(Math.abs(loss - expectedLoss) <= 1e-5 * Math.abs(expectedLoss), `loss ${loss} vs ${expectedLoss}`)
@@ -128,11 +132,11 @@ describe('llama-lora: seedflow vs PEFT', () => {
       return worst
     }
     const lora = { config: adapter.lora, adapters: adapter.adapters }
-    const withAdapter = await new PolicyModel(engine, checkpoint.config, checkpoint.weights, { lora }).logits(rows)
+    const withAdapter = await policyModel(engine, checkpoint.config, checkpoint.weights, { lora }).logits(rows)
     const merged = mergeLora(checkpoint.weights, adapter.adapters, checkpoint.config, adapter.lora)
-    const plain = await new PolicyModel(engine, checkpoint.config, checkpoint.weights).logits(rows)
+    const plain = await policyModel(engine, checkpoint.config, checkpoint.weights).logits(rows)
     const worst = gap(withAdapter, 'logits')
-    const mergedWorst = gap(await new PolicyModel(engine, checkpoint.config, merged).logits(rows), 'merged_logits')
+    const mergedWorst = gap(await policyModel(engine, checkpoint.config, merged).logits(rows), 'merged_logits')
     const effect = gap(plain, 'logits')
     t.diagnostic(
       `max |logits − PEFT| ${worst.toExponential(2)}; merged vs PEFT merge_and_unload ${mergedWorst.toExponential(2)}; ` +

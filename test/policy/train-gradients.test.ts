@@ -8,7 +8,7 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { initWeights } from '../../policy/init.ts'
 import { IO, type TokenScores } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { SMALL } from './small-config.ts'
 
 type Inputs = Record<'mask' | 'old' | 'ref' | 'teacher' | 'adv', Value>
@@ -48,7 +48,7 @@ describe('train graph gradients vs finite differences (float64)', () => {
   const engine = createLocalEngine({ threads: 1, graphOptimizationLevel: 'basic' }) // 'all' fuses SiLU into a float32-only kernel
   after(() => engine.close())
   const weights = initWeights(SMALL, mulberry32(9), 0.3)
-  const model = new PolicyModel(engine, SMALL, weights, { dtype: 'float64' })
+  const model = policyModel(engine, SMALL, weights, { dtype: 'float64' })
   const items = [
     { context: [3, 8, 1], response: [9, 14, 2, 7] },
     { context: [5], response: [6, 6, 40] },
@@ -74,14 +74,14 @@ describe('train graph gradients vs finite differences (float64)', () => {
         teacher: op.input('teacher', 'float64', ['B', 'T']),
         adv: op.input('adv', 'float64', ['B', 'T']),
       })
-      const train = await model.loadTrainModel((op, scores) => {
+      const train = await model.gradientModel((op, scores) => {
         const { loss, stopped } = form(op, scores, declare(op))
         return { loss, ...(stopped ? { extra: { stopped } } : {}) }
       })
-      const frozen = await model.loadTrainModel((op, scores) => ({
+      const frozen = await model.gradientModel((op, scores) => ({
         loss: form(op, scores, declare(op), op.input('frozen', 'float64', ['B', 'T'])).loss,
       }))
-      const feeds: Feeds = { ...batch.feeds, ...inputs }
+      const feeds: Feeds = { ...batch.feeds, ...(await model.trainedFeeds()), ...inputs }
       const out = await engine.run(train, feeds)
       const fixed: Feeds = { ...feeds, frozen: out.stopped ?? perToken(() => 0) }
       const { frozen: _unused, ...lossFeeds } = fixed

@@ -7,8 +7,8 @@ import OpenAI, { APIError } from 'openai'
 import { createLocalEngine } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { generate } from '../../policy/generate.ts'
-import { PolicyModel } from '../../policy/policy-model.ts'
 import { TextTokenizer } from '../../policy/tokenizer.ts'
+import { policyModel } from '../../policy/trainer.ts'
 import { type Serving, serveCheckpoint } from '../../serve/index.ts'
 import type { DecodeStepper } from '../../serve/scheduler.ts'
 import { CHATML_TEMPLATE, SERVED_CONFIG, servedCheckpoint } from './served-checkpoint.ts'
@@ -272,7 +272,7 @@ describe('seedflow serve (in process, openai client)', () => {
       ignore_eos: true,
       return_token_ids: true,
     } as OpenAI.CompletionCreateParamsNonStreaming)) as OpenAI.Completion & { choices: { token_ids: number[] }[] }
-    const model = new PolicyModel(engine, CHECKPOINT.config, CHECKPOINT.weights)
+    const model = policyModel(engine, CHECKPOINT.config, CHECKPOINT.weights)
     const { sequences } = await generate(model, [prompt], {
       maxNewTokens: 24,
       temperature: 1,

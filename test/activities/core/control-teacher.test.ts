@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
   actorFeeds,
-  loadActorTrainModel,
+  actorLossBuilder,
   type Policy,
   type RolloutResult,
   rescore,
@@ -129,13 +129,17 @@ describe('the control gate through rescore and update', () => {
     const r = await rescored(teacher, controlBlocks(teacher, rolled.trajectories))
     const terms = { kl: true, entropy: true, opd: true }
     const settings = { ...config.stage2, opdCoef: 1, opdGate: 'control' as const }
-    const train = await loadActorTrainModel(policy, terms, settings)
+    const train = await policy.model.gradientModel(actorLossBuilder(terms, settings))
     const advantages = new Float64Array(r.samples.length).fill(0.5)
     const feeds = actorFeeds(policy, r.samples, advantages, terms, 1, 'control')
     assert.ok(feeds.control_logp, 'the control gate feeds control_logp')
     const grad = 'model.layers.0.mlp.down_proj.weight_grad'
     const run = async (control: Float32Array) => {
-      const out = await engine.run(train, { ...feeds, control_logp: { ...feeds.control_logp!, data: control } })
+      const out = await engine.run(
+        train,
+        { ...feeds, control_logp: { ...feeds.control_logp!, data: control } },
+        { kept: await policy.model.parameters.kept() },
+      )
       return { loss: Number(out[IO.loss]!.data[0]), grad: Float32Array.from(out[grad]!.data as Float32Array) }
     }
     const base = await run(Float32Array.from(feeds.control_logp!.data as Float32Array))

@@ -59,7 +59,7 @@ describe('engine settings', () => {
     for (const names of spy.feeds)
       assert.ok(!names.includes('model.embed_tokens.weight'), `a frozen decode run was fed weights: ${names}`)
 
-    withLora(frozen, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj'] }, 3)
+    await withLora(frozen, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj'] }, 3)
     assert.deepEqual(frozen.model.graphOptions, { recomputeLayers: true })
     assert.equal(frozen.model.decodeWeights, 'frozen')
   })

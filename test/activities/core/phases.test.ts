@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
   actorFeeds,
+  actorLossBuilder,
   analyze,
   annotateWithOracle,
   evaluate,
   fitPrompt,
-  loadActorTrainModel,
   type Policy,
   padToMiniBatch,
   type RolloutResult,
@@ -22,7 +22,7 @@ import { createLocalEngine } from '../../../engine/index.ts'
 import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
-import { NonFiniteLossError } from '../../../policy/train-step.ts'
+import { NonFiniteLossError } from '../../../policy/trainer.ts'
 import { EPISODE_SKILL_TITLE, episodeSkillBlock, insertBlock } from '../../../seed/index.ts'
 import { microCheckpoint, microConfig, microPolicy, microRolloutInput } from './micro.ts'
 
@@ -241,7 +241,7 @@ describe('update', () => {
       temperature: 1,
       batchSize: 8,
     })
-    const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
+    const before = (await fresh.trainer.trained()).get('model.embed_tokens.weight')!
     // through the artifact the update reads in the pipeline: its old log-probs must be the ones rescore computed
     const samples = decodeRescore(encodeRescore(r.samples), 'rescore.bin')
     const steps: number[][] = []
@@ -260,7 +260,7 @@ describe('update', () => {
     assert.ok(Math.abs(u.metrics.firstApproxKl) < 1e-5, `first approx KL ${u.metrics.firstApproxKl}`)
     assert.ok(Math.abs(u.perMiniBatch[0]!.kl!) < 1e-5, `first KL to the reference ${u.perMiniBatch[0]!.kl}`)
     assert.ok(u.metrics.opdGateMean! > 0 && u.metrics.opdGateMean! < 1)
-    assert.notDeepEqual(fresh.model.weights.get('model.embed_tokens.weight'), before)
+    assert.notDeepEqual((await fresh.trainer.trained()).get('model.embed_tokens.weight'), before)
     assert.equal(u.optimizerState.step, u.perMiniBatch.length)
   })
 
@@ -285,7 +285,7 @@ describe('update', () => {
 
   it('masked trajectories contribute nothing to the OPD gradient; unmasked ones do', async () => {
     const r = await rescored(rolled.trajectories.map((t) => (t.id === 0 ? episodeSkillBlock(SKILL) : null)))
-    const train = await loadActorTrainModel(policy, terms, settings)
+    const train = await policy.model.gradientModel(actorLossBuilder(terms, settings))
     const advantages = new Float64Array(r.samples.length).fill(0.5)
     const base = actorFeeds(policy, r.samples, advantages, terms, 1)
     const T = base.teacher_logp!.dims[1]!
@@ -295,7 +295,11 @@ describe('update', () => {
       r.samples.forEach((_, b) => {
         edit(teacher, b)
       })
-      const out = await engine.run(train, { ...base, teacher_logp: { ...base.teacher_logp!, data: teacher } })
+      const out = await engine.run(
+        train,
+        { ...base, teacher_logp: { ...base.teacher_logp!, data: teacher } },
+        { kept: await policy.model.parameters.kept() },
+      )
       return { loss: Number(out[IO.loss]!.data[0]), grad: Float32Array.from(out[grad]!.data as Float32Array) }
     }
     const reference = await run(() => {})
@@ -317,7 +321,7 @@ describe('update', () => {
     // every group all-fail: the same episode reward and every action valid
     const tied = r.samples.map((s) => ({ ...s, episodeReward: -1, valid: true }))
     const fresh = microPolicy(engine, checkpoint)
-    const before = fresh.model.weights.get('model.embed_tokens.weight')!.slice()
+    const before = (await fresh.trainer.trained()).get('model.embed_tokens.weight')!
     const u = await update(fresh, { samples: tied, terms, settings })
     assert.ok(
       u.advantages.every((a) => a === 0),
@@ -326,7 +330,11 @@ describe('update', () => {
     assert.equal(u.metrics.samples, tied.length, 'no sample dropped')
     assert.ok((u.metrics.opdTokens ?? 0) > 0 && u.metrics.opdLoss !== null && u.metrics.opdLoss !== 0)
     assert.ok(u.metrics.entropy !== null && u.metrics.kl !== null)
-    assert.notDeepEqual(fresh.model.weights.get('model.embed_tokens.weight'), before, 'the weights still move')
+    assert.notDeepEqual(
+      (await fresh.trainer.trained()).get('model.embed_tokens.weight'),
+      before,
+      'the weights still move',
+    )
   })
 
   it("padToMiniBatch (the reference's padding) copies seeded random samples up to a multiple, before advantages", async () => {
@@ -383,13 +391,16 @@ describe('update', () => {
     const r = await rescored(rolled.trajectories.map(() => episodeSkillBlock(SKILL)))
     assert.ok(r.samples.length > 8, `${r.samples.length} samples: at least three mini-batches of 4`)
     const diverging = microPolicy(engine, checkpoint)
-    await assert.rejects(update(diverging, { samples: r.samples, terms, settings: { ...settings, lr: 1e12 } }), (e) => {
-      assert.ok(e instanceof NonFiniteLossError, String(e))
-      assert.match(e.message, /^the (pg|kl|entropy|opd|total) loss term is (NaN|-?Infinity) in mini-batch 2 of \d+ /)
-      assert.match(e.message, /lr 1000000000000\b/)
-      assert.ok(!Number.isFinite(e.values.loss ?? 0))
-      return true
-    })
+    await assert.rejects(
+      update(diverging, { samples: r.samples, terms, settings: { ...settings, lr: 1e12 } }),
+      (e: unknown) => {
+        assert.ok(e instanceof NonFiniteLossError, String(e))
+        assert.match(e.message, /^the (pg|kl|entropy|opd|total) loss term is (NaN|-?Infinity) in mini-batch 2 of \d+ /)
+        assert.match(e.message, /lr 1000000000000\b/)
+        assert.ok(!Number.isFinite(e.values.loss ?? 0))
+        return true
+      },
+    )
   })
 })
 

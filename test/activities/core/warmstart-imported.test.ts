@@ -90,7 +90,7 @@ describe('warmstart of an imported model', () => {
     for (const [name, w] of imported.weights) assert.deepEqual(adapters.base.get(name), w, `${name} stays frozen`)
     assert.ok(r.stats.lastLoss < 0.8 * r.stats.firstLoss, `loss ${r.stats.firstLoss} -> ${r.stats.lastLoss}`)
     const policy = loadPolicy(engine, r.checkpoint)
-    assert.equal(withLora(policy, config.model.lora!, mixSeed(config.seed, LORA_SEED)), false)
+    assert.equal(await withLora(policy, config.model.lora!, mixSeed(config.seed, LORA_SEED)), false)
     await policy.model.release()
   })
 })

@@ -1,0 +1,80 @@
+// An engine that counts what crosses into and out of the engine it wraps: the bytes of every feed, kept tensor,
+// model and fetch. What a benchmark reports as "bytes sent per step" and what a test checks ("a LoRA decode
+// feeds no base weight") both read these counters, so they measure the calls the product makes.
+import type { Engine } from './runtime.ts'
+import type { Feeds, TensorData } from './tensor.ts'
+
+/** Counters since the engine was made (or `reset`). */
+export interface EngineTraffic {
+  runs: number
+  /** Bytes of the feeds that runs sent (kept tensors are not sent, so not counted). */
+  fedBytes: number
+  /** Bytes of the tensors `keep` sent. */
+  keptBytes: number
+  /** Bytes of the model graphs `load` sent (initializers baked into them included). */
+  loadedBytes: number
+  /** Bytes of the outputs that runs returned. */
+  fetchedBytes: number
+  /** Bytes of the kept tensors `read` returned. */
+  readBytes: number
+  /** Every feed name a run sent, with how many runs sent it. */
+  fedNames: Map<string, number>
+}
+
+export interface MeteredEngine extends Engine {
+  readonly traffic: EngineTraffic
+  /** Zeroes the counters. */
+  reset(): void
+}
+
+const zero = (): EngineTraffic => ({
+  runs: 0,
+  fedBytes: 0,
+  keptBytes: 0,
+  loadedBytes: 0,
+  fetchedBytes: 0,
+  readBytes: 0,
+  fedNames: new Map(),
+})
+
+function bytesOf(tensors: Feeds): number {
+  return Object.values(tensors).reduce((n, t: TensorData) => n + t.data.byteLength, 0)
+}
+
+/** Wraps `engine`; every call goes through unchanged and is counted. */
+export function meteredEngine(engine: Engine): MeteredEngine {
+  let traffic = zero()
+  return {
+    get traffic() {
+      return traffic
+    },
+    reset() {
+      traffic = zero()
+    },
+    async load(model) {
+      traffic.loadedBytes += model.byteLength
+      return engine.load(model)
+    },
+    async run(model, feeds, options) {
+      traffic.runs++
+      traffic.fedBytes += bytesOf(feeds)
+      for (const name of Object.keys(feeds)) traffic.fedNames.set(name, (traffic.fedNames.get(name) ?? 0) + 1)
+      const out = await engine.run(model, feeds, options)
+      traffic.fetchedBytes += bytesOf(out)
+      return out
+    },
+    async keep(feeds) {
+      traffic.keptBytes += bytesOf(feeds)
+      return engine.keep(feeds)
+    },
+    async read(kept, names) {
+      const out = await engine.read(kept, names)
+      traffic.readBytes += bytesOf(out)
+      return out
+    },
+    allocate: (shapes) => engine.allocate(shapes),
+    forget: (kept) => engine.forget(kept),
+    release: (model) => engine.release(model),
+    close: () => engine.close(),
+  }
+}

@@ -1,0 +1,301 @@
+// The one owner of a policy's trainable state on an engine: the trained tensors (every weight, or LoRA
+// adapters over a base baked into the sessions), AdamW's moments and its step count, all kept where the engine
+// runs. A step is one run of a train graph with the optimizer inside (engine/adamw-graph.ts): the run replaces
+// the kept tensors with their new values, so nothing but the batch and a few scalars goes in and nothing but
+// scalars comes back. The tensors come back only when asked (`trained`, `optimizerState`: checkpoints).
+import {
+  ADAMW_IO,
+  type AdamWGraphConfig,
+  type AdamWState,
+  adamwScalars,
+  type Engine,
+  type Feeds,
+  type KeptFeeds,
+  type ModelHandle,
+  OptimizerError,
+} from '../engine/index.ts'
+import type { ModelConfig } from './config.ts'
+import { type LoraConfig, loraSpecs, mergeLora } from './lora.ts'
+import { IO, type LossBuilder } from './model.ts'
+import { parameterSpecs } from './parameters.ts'
+import { type ModelParameters, PolicyModel, type PolicyModelOptions } from './policy-model.ts'
+
+/** LoRA adapters on a model: the config and the A / B tensors by name (policy/lora.ts). */
+export interface LoraAdapters {
+  config: LoraConfig
+  adapters: Map<string, Float32Array>
+}
+
+export interface TrainStepResult {
+  loss: number
+  /** Global gradient norm before clipping. */
+  gradNorm: number
+  /** Every scalar output of the train graph besides the loss and the optimizer's (diagnostics of the loss builder). */
+  outputs: Record<string, number>
+  /** The gradients, by trained tensor, when the train graph outputs them (`trainModel`'s `outputGradients`). */
+  gradients?: Map<string, Float32Array>
+}
+
+export class TrainerError extends Error {
+  override name = 'TrainerError'
+}
+
+/** A step whose loss or gradient is not finite; weights, moments and the step count are left unchanged. */
+export class NonFiniteLossError extends Error {
+  override name = 'NonFiniteLossError'
+  constructor(
+    message: string,
+    /** The step's scalar outputs (the loss under `loss`), to name the term that diverged. */
+    readonly values: Record<string, number> = {},
+  ) {
+    super(message)
+  }
+}
+
+/** A step's settings: the learning rate, the clipping norm, and weight decay (default 0.01). */
+export interface StepSettings {
+  lr: number
+  maxGradNorm?: number
+  weightDecay?: number
+}
+
+/**
+ * AdamW's constants and which tensors do not decay (norm scales), baked into the train graphs; PyTorch's
+ * defaults. The learning rate and weight decay are a step's (StepSettings).
+ */
+export const TRAINER_OPTIMIZER: AdamWGraphConfig = {
+  beta1: 0.9,
+  beta2: 0.999,
+  eps: 1e-8,
+  noDecay: (name) => name.endsWith('norm.weight'),
+}
+
+export class Trainer implements ModelParameters {
+  readonly model: PolicyModel
+  readonly base: ReadonlyMap<string, Float32Array>
+  readonly lora?: LoraConfig
+  readonly #engine: Engine
+  readonly #config: ModelConfig
+  readonly #specs: ReadonlyArray<{ name: string; shape: number[] }>
+  #trained: Promise<KeptFeeds>
+  #moments?: Promise<KeptFeeds>
+  #step = 0
+  #version = 0
+
+  /**
+   * Keeps `weights` in the engine as the trained tensors, or with `lora` bakes them into the sessions as the
+   * base and keeps the adapters. The arrays given are not changed (a local engine keeps them as they are, and
+   * steps replace them).
+   */
+  constructor(
+    engine: Engine,
+    config: ModelConfig,
+    weights: Map<string, Float32Array>,
+    options: PolicyModelOptions & { lora?: LoraAdapters } = {},
+  ) {
+    this.#engine = engine
+    this.#config = config
+    const { lora, ...layout } = options
+    this.lora = lora?.config
+    this.base = lora ? weights : new Map()
+    this.model = new PolicyModel(engine, config, this, layout)
+    this.#specs = lora ? loraSpecs(config, lora.config).flatMap((s) => [s.a, s.b]) : parameterSpecs(config)
+    this.#trained = this.#keep(lora ? lora.adapters : weights)
+  }
+
+  get engine(): Engine {
+    return this.#engine
+  }
+
+  get config(): ModelConfig {
+    return this.#config
+  }
+
+  /** Steps taken by the optimizer (AdamW's t). */
+  get stepCount(): number {
+    return this.#step
+  }
+
+  get version(): number {
+    return this.#version
+  }
+
+  /** The trained tensors' names and shapes, in graph input order. */
+  trainedSpecs(): ReadonlyArray<{ name: string; shape: number[] }> {
+    return this.#specs
+  }
+
+  kept(): Promise<KeptFeeds> {
+    return this.#trained
+  }
+
+  async trained(): Promise<Map<string, Float32Array>> {
+    const read = await this.#engine.read(await this.#trained)
+    return new Map(this.#specs.map((s) => [s.name, float32(read[s.name]?.data as Float32Array | Float64Array)]))
+  }
+
+  /** Replaces the trained tensors (a kept best snapshot); the moments and the step count stay. */
+  async setTrained(values: ReadonlyMap<string, Float32Array>): Promise<void> {
+    const old = this.#trained
+    this.#trained = this.#keep(values)
+    await this.#trained
+    this.#version++
+    await this.#engine.forget(await old)
+  }
+
+  /** The weights of the policy as it is now: the trained ones, or the base with the adapters merged. */
+  async mergedWeights(): Promise<Map<string, Float32Array>> {
+    const trained = await this.trained()
+    if (!this.lora) return trained
+    return mergeLora(this.base as Map<string, Float32Array>, trained, this.#config, this.lora)
+  }
+
+  /**
+   * The train graph of `lossBuilder` with this trainer's optimizer inside (one session per loss form);
+   * `outputGradients`: a step returns the gradients too (TrainStepResult.gradients).
+   */
+  trainModel(lossBuilder: LossBuilder, options: { outputGradients?: boolean } = {}): Promise<ModelHandle> {
+    return this.model.trainModel(lossBuilder, { ...TRAINER_OPTIMIZER, ...options })
+  }
+
+  /**
+   * One optimizer step: a single run computes the loss, the gradients, the global norm, clipping and AdamW and
+   * replaces the trained tensors and the moments with their new values where the engine keeps them. A
+   * non-finite loss or gradient norm changes nothing (the graph's guard) and throws NonFiniteLossError.
+   */
+  async step(train: ModelHandle, feeds: Feeds, settings: StepSettings): Promise<TrainStepResult> {
+    const maxGradNorm = settings.maxGradNorm ?? 1
+    const scalars = adamwScalars(this.#step + 1, settings.lr, {
+      beta1: TRAINER_OPTIMIZER.beta1,
+      beta2: TRAINER_OPTIMIZER.beta2,
+      weightDecay: settings.weightDecay ?? 0.01,
+      maxGradNorm,
+    })
+    const all: Feeds = { ...feeds }
+    for (const [name, value] of Object.entries(scalars)) all[name] = this.model.float([], [value])
+    const replaces: Record<string, string> = {}
+    for (const { name } of this.#specs)
+      for (const n of [name, ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)]) replaces[ADAMW_IO.next(n)] = n
+    const fetches = train.outputNames.filter((n) => n !== IO.tokenLogprobs)
+    const out = await this.#engine.run(train, all, {
+      kept: [await this.#trained, await this.#momentsKept()],
+      fetches,
+      replaces,
+    })
+    const loss = Number(out[IO.loss]?.data[0])
+    const gradNorm = Number(out[ADAMW_IO.gradNorm]?.data[0])
+    const finite = Number(out[ADAMW_IO.finite]?.data[0]) === 1
+    const outputs: Record<string, number> = {}
+    for (const [name, t] of Object.entries(out))
+      if (t.dims.length === 0 && name !== IO.loss && name !== ADAMW_IO.gradNorm && name !== ADAMW_IO.finite)
+        outputs[name] = Number(t.data[0])
+    if (!Number.isFinite(loss))
+      throw new NonFiniteLossError(`train step: loss is ${loss}; weights left unchanged`, { ...outputs, loss })
+    if (!finite || !Number.isFinite(gradNorm))
+      throw new NonFiniteLossError(`train step: gradient norm is ${gradNorm} (loss ${loss}); weights left unchanged`, {
+        ...outputs,
+        loss,
+        gradNorm,
+      })
+    this.#step++
+    this.#version++
+    const gradients = this.#specs.flatMap(({ name }) => {
+      const g = out[`${name}_grad`]
+      return g ? [[name, float32(g.data as Float32Array | Float64Array)] as const] : []
+    })
+    return { loss, gradNorm, outputs, ...(gradients.length > 0 ? { gradients: new Map(gradients) } : {}) }
+  }
+
+  /** AdamW's state as a checkpoint stores it (copies of the moments; none before the first step of a fresh state). */
+  async optimizerState(): Promise<AdamWState> {
+    if (!this.#moments) return { step: this.#step, tensors: {} }
+    const read = await this.#engine.read(await this.#moments)
+    const tensors: AdamWState['tensors'] = {}
+    for (const [name, t] of Object.entries(read)) tensors[name] = float32(t.data as Float32Array | Float64Array)
+    return { step: this.#step, tensors }
+  }
+
+  /**
+   * Starts the optimizer from a stored state (the moments of every trained tensor, or none: zeros), or afresh
+   * without one. A state whose tensors are not this trainer's is refused.
+   */
+  async loadOptimizerState(state?: AdamWState): Promise<void> {
+    if (state && (!Number.isInteger(state.step) || state.step < 0))
+      throw new OptimizerError(`AdamW state: bad step ${state.step}`)
+    const tensors = state?.tensors ?? {}
+    const expected = new Map<string, number>()
+    for (const { name, shape } of this.#specs) {
+      const n = shape.reduce((a, b) => a * b, 1)
+      expected.set(ADAMW_IO.firstMoment(name), n)
+      expected.set(ADAMW_IO.secondMoment(name), n)
+    }
+    const names = Object.keys(tensors)
+    if (names.length > 0) {
+      const unexpected = names.filter((n) => !expected.has(n))
+      if (unexpected.length > 0) throw new OptimizerError(`AdamW state: unexpected tensor ${unexpected[0]}`)
+      for (const [name, n] of expected) {
+        const t = tensors[name]
+        if (!t) throw new OptimizerError(`AdamW state: no ${name}`)
+        if (t.length !== n) throw new OptimizerError(`AdamW state: ${name} has ${t.length} elements, expected ${n}`)
+      }
+    }
+    const old = this.#moments
+    this.#moments = names.length > 0 ? this.#keepMoments(tensors) : this.#zeroMoments()
+    await this.#moments
+    this.#step = state?.step ?? 0
+    if (old) await this.#engine.forget(await old)
+  }
+
+  /** Frees what the engine keeps for this trainer and the sessions of its model. */
+  async release(): Promise<void> {
+    await this.model.release()
+    const held = [this.#trained, this.#moments]
+    this.#moments = undefined
+    await Promise.all(held.map(async (h) => (h ? this.#engine.forget(await h).catch(() => undefined) : undefined)))
+  }
+
+  #momentsKept(): Promise<KeptFeeds> {
+    this.#moments ??= this.#zeroMoments()
+    return this.#moments
+  }
+
+  #zeroMoments(): Promise<KeptFeeds> {
+    const shapes: Record<string, { dtype: 'float32' | 'float64'; dims: number[] }> = {}
+    for (const { name, shape } of this.#specs)
+      for (const n of [ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)])
+        shapes[n] = { dtype: this.model.dtype, dims: shape }
+    return this.#engine.allocate(shapes)
+  }
+
+  #keepMoments(tensors: AdamWState['tensors']): Promise<KeptFeeds> {
+    const feeds: Feeds = {}
+    for (const { name, shape } of this.#specs)
+      for (const n of [ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)])
+        feeds[n] = this.model.float(shape, tensors[n] as Float32Array)
+    return this.#engine.keep(feeds)
+  }
+
+  #keep(values: ReadonlyMap<string, Float32Array>): Promise<KeptFeeds> {
+    const feeds: Feeds = {}
+    for (const { name, shape } of this.#specs) {
+      const w = values.get(name)
+      if (!w) throw new TrainerError(`${this.lora ? 'adapter tensor' : 'weight'} ${name} is missing`)
+      feeds[name] = this.model.float(shape, w)
+    }
+    return this.#engine.keep(feeds)
+  }
+}
+
+function float32(data: Float32Array | Float64Array): Float32Array {
+  return data instanceof Float32Array ? data : Float32Array.from(data)
+}
+
+/** A model for inference over these weights (a trainer that is never stepped): serving, evaluation, export. */
+export function policyModel(
+  engine: Engine,
+  config: ModelConfig,
+  weights: Map<string, Float32Array>,
+  options: PolicyModelOptions & { lora?: LoraAdapters } = {},
+): PolicyModel {
+  return new Trainer(engine, config, weights, options).model
+}

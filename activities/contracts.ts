@@ -46,6 +46,11 @@ export interface PhaseSummary {
   reused: boolean
   outputs: Record<string, ArtifactRef>
   stats: Record<string, number>
+  /**
+   * The queue only the worker that ran the phase polls (a train worker's): its later model-bound phases go
+   * there to find the policies it keeps loaded. Absent from a worker without one, and from older results.
+   */
+  residentQueue?: string
 }
 
 /** Where a forked run starts: a stored checkpoint of another run (seed/config.ts `fork`). */

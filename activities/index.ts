@@ -15,6 +15,7 @@ export function createActivities(deps: {
   phaseHooks?: PhaseHooks
   episodesPerShard?: number
   heartbeatTimeoutSeconds?: number
+  residentQueue?: string
 }) {
   return { ...createRecordRunActivities(deps), ...createPipelineActivities(deps) }
 }

@@ -21,7 +21,8 @@ import {
   type PhaseScope,
   runPhase,
 } from './phase.ts'
-import { artifactRef, type PhaseReaders, phaseReaders, withPolicyScope } from './phase-io.ts'
+import { artifactRef, type PhaseReaders, phaseReaders, type Residency, withPolicyScope } from './phase-io.ts'
+import { ResidentPolicies } from './resident-policies.ts'
 
 /** The last progress details each running activity reported; every later heartbeat repeats them. */
 const progressOf = new WeakMap<Context, PhaseProgress>()
@@ -132,11 +133,24 @@ export interface PhaseShellDeps {
   engine: Engine
   counters?: PhaseCounters
   phaseHooks?: PhaseHooks
+  /** Policies kept loaded between this worker's activities (default: a cache of two). */
+  resident?: ResidentPolicies
+  /** The queue only this worker polls, told in every phase's summary (`PhaseSummary.residentQueue`). */
+  residentQueue?: string
 }
 
 /** The shell over one store and engine: `activity(def)` is the Temporal activity of a declared phase. */
 export function phaseShell(deps: PhaseShellDeps) {
   const { store, engine } = deps
+  const policies = deps.resident ?? new ResidentPolicies()
+  let storeId: Promise<string> | undefined
+  const residency: Residency = {
+    policies,
+    storeId: () => {
+      storeId ??= store.identity().then((i) => i.id)
+      return storeId
+    },
+  }
   const read = phaseReaders(store, engine)
   const effective = configResolver(store)
   const phaseDeps: PhaseDeps = {
@@ -147,13 +161,14 @@ export function phaseShell(deps: PhaseShellDeps) {
   return {
     read,
     effective,
+    resident: policies,
     /** What runPhase needs besides the phase (the `metrics` phase of recordIteration uses it too). */
     phaseDeps,
     activity<I extends { run: RunRef }, N, R = PhaseSummary>(def: PhaseDef<I, N, R>): (input: I) => Promise<R> {
       return (input) =>
         guarded(def.describe(input), async () => {
           const { config, overrides } = await effective(input.run)
-          const read = phaseReaders(store, engine, config.engine)
+          const read = phaseReaders(store, engine, config.engine, residency)
           const planned = await def.plan(input, def.needs(config, input), read)
           const spec = {
             configSha256: input.run.configSha256,
@@ -163,7 +178,10 @@ export function phaseShell(deps: PhaseShellDeps) {
           const result = await runPhase(phaseDeps, planned.scope, spec, (ctx) =>
             planned.compute({ ...ctx, store, engine, read }),
           )
-          const summary = summaryOf(result)
+          const summary: PhaseSummary = {
+            ...summaryOf(result),
+            ...(deps.residentQueue ? { residentQueue: deps.residentQueue } : {}),
+          }
           return def.result ? def.result(summary, result.outputs) : (summary as R)
         })
     },

@@ -13,6 +13,7 @@ import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from './co
 import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from './core/index.ts'
 import { fatal } from './failures.ts'
 import { decodeJsonlGz } from './jsonl.ts'
+import { ResidentPolicies } from './resident-policies.ts'
 import { parseSkillLines, readAnnotations, readSkillLibrary } from './skill-library.ts'
 
 export const MODEL_FILE: CheckpointFile = 'model.safetensors'
@@ -70,10 +71,40 @@ export function numericStats(values: object, lossNames: readonly string[] = []):
   return stats
 }
 
-/** The readers over one store and engine that phase bodies share; policies load with a run's engine settings. */
-export function phaseReaders(store: ArtifactStore, engine: Engine, settings: EngineSettingsConfig = ENGINE_DEFAULTS) {
+/** A worker's resident policies and the identity of its store, which keys them. */
+export interface Residency {
+  policies: ResidentPolicies
+  storeId(): Promise<string>
+}
+
+/**
+ * The readers over one store and engine that phase bodies share; policies load with a run's engine settings.
+ * With `residency`, a policy kept by an earlier activity of this worker (`keep`) is taken instead of loaded.
+ */
+export function phaseReaders(
+  store: ArtifactStore,
+  engine: Engine,
+  settings: EngineSettingsConfig = ENGINE_DEFAULTS,
+  residency?: Residency,
+) {
+  const keyOf = async (ref: CheckpointRef) =>
+    residency ? ResidentPolicies.key(await residency.storeId(), ref.sha256, settings) : undefined
   return {
-    async policy(ref: CheckpointRef): Promise<{ policy: Policy; optimizer?: AdamWState }> {
+    /**
+     * The policy of checkpoint `ref` and, when the checkpoint stores one that the policy's trainer does not hold
+     * yet, its optimizer state (load it into the trainer, or not, as the phase needs). `resident`: take it from
+     * the worker's resident policies when one holds it (the model-bound phases that `keep` it again).
+     */
+    async policy(
+      ref: CheckpointRef,
+      options: { resident?: boolean } = {},
+    ): Promise<{ policy: Policy; optimizer?: AdamWState }> {
+      const key = options.resident ? await keyOf(ref) : undefined
+      const hit = key ? residency?.policies.take(key) : undefined
+      if (hit) {
+        activityPolicies.getStore()?.push(hit.policy)
+        return hit
+      }
       const { checkpoint, optimizer } = await loadCheckpoint(store, ref)
       const sha = (await store.head(`${ref.prefix}${MODEL_FILE}`))?.sha256
       if (sha !== ref.sha256) {
@@ -82,6 +113,22 @@ export function phaseReaders(store: ArtifactStore, engine: Engine, settings: Eng
       const policy = loadPolicy(engine, checkpoint, { settings })
       activityPolicies.getStore()?.push(policy)
       return { policy, ...(optimizer ? { optimizer } : {}) }
+    },
+    /**
+     * Keeps `policy`, which holds exactly checkpoint `ref`, loaded in this worker for a later activity instead
+     * of releasing it when this one ends; `optimizer`: the stored optimizer state its trainer does not hold yet
+     * (undefined: the trainer holds the stored state, or none is stored and its moments are fresh).
+     */
+    async keep(ref: CheckpointRef, policy: Policy, optimizer?: AdamWState): Promise<void> {
+      const key = await keyOf(ref)
+      if (!key || !residency) return
+      const scope = activityPolicies.getStore()
+      const at = scope?.indexOf(policy) ?? -1
+      if (at >= 0) scope?.splice(at, 1)
+      // the trainer holds the weights: the checkpoint's own arrays are not needed to write the next one
+      const { lora: _lora, ...rest } = policy.checkpoint
+      policy.checkpoint = { ...rest, weights: new Map() }
+      await residency.policies.keep(key, { policy, ...(optimizer ? { optimizer } : {}) })
     },
     async snapshot(ref: ArtifactRef): Promise<Snapshot> {
       const snapshot = (await getJson(store, ref.key, ref.sha256)) as Snapshot

@@ -26,6 +26,7 @@ import { stage1Phase } from './phases/stage1.ts'
 import { updatePhase } from './phases/update.ts'
 import { warmstartPhase } from './phases/warmstart.ts'
 import { createRecordRunActivities, type RunRecord } from './record-run.ts'
+import type { ResidentPolicies } from './resident-policies.ts'
 import { applyRetention } from './retention.ts'
 import { boundToStore, storeBinding } from './store-binding.ts'
 import { verifyRun } from './verify-run.ts'
@@ -42,6 +43,10 @@ export interface PipelineDeps {
   heartbeatTimeoutSeconds?: number
   /** Hooks around every phase body (the worker's fault injection: workers/faults.ts phaseFaultHooks). */
   phaseHooks?: PhaseHooks
+  /** Policies kept loaded between this worker's activities (activities/resident-policies.ts; default two). */
+  resident?: ResidentPolicies
+  /** The queue only this worker polls (workers/task-queues.ts residentQueueOf), told in every phase's result. */
+  residentQueue?: string
 }
 
 export function createPipelineActivities(deps: PipelineDeps): PipelineActivities {

@@ -84,6 +84,8 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   say(
     `${name} worker (pid ${process.pid}) polling task queue${queues.length > 1 ? 's' : ''} ${local.taskQueues.join(', ')} (${serves}; artifacts in ${store.location}); Ctrl-C stops it`,
   )
+  if (local.residentQueue)
+    say(`its own queue ${local.residentQueue}: the train phases of the policies it keeps loaded come there first`)
   if (provider !== 'cpu') say(`models run on CUDA device ${provider.deviceId ?? 0}`)
   if (served && port !== undefined)
     say(`metrics at http://${host}:${served.port}/metrics, the Temporal SDK's at http://${host}:${port + 1}/metrics`)

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import {
@@ -11,7 +12,14 @@ import type { PhaseCounters, PhaseHooks } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { boundedFailures } from './bounded-failures.ts'
-import { runTaskQueue, TASK_QUEUES, type TaskQueueName, type TaskQueues, taskQueuesOf } from './task-queues.ts'
+import {
+  residentQueueOf,
+  runTaskQueue,
+  TASK_QUEUES,
+  type TaskQueueName,
+  type TaskQueues,
+  taskQueuesOf,
+} from './task-queues.ts'
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url))
 
@@ -53,9 +61,11 @@ export interface LocalWorkerOptions {
 export interface LocalWorker {
   /** The first worker: the control worker (workflows and control activities) when it polls the control queue. */
   worker: Worker
-  /** The task queue each Worker of `workers` polls, in the same order. */
+  /** The task queues of its roles, in the order of `workers`. */
   taskQueues: string[]
-  /** One per polled task queue (all three by default), sharing one connection. */
+  /** The queue only this worker polls (a train worker's), last in `workers`: docs/design.md §10.1. */
+  residentQueue?: string
+  /** One per polled task queue (all three by default, then the resident queue), sharing one connection. */
   workers: Worker[]
   connection: NativeConnection
   engine: Engine
@@ -81,6 +91,10 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
         ...(options.executionProviders ? { executionProviders: options.executionProviders } : {}),
       }),
     )
+  const queues = options.queues ?? ['control', 'rollout', 'train']
+  const names = workerTaskQueues(options.runId)
+  // a train worker also polls a queue of its own, where the phases that want the policies it keeps find it
+  const residentQueue = queues.includes('train') ? residentQueueOf(names.train, randomUUID().slice(0, 8)) : undefined
   try {
     const activities = createActivities({
       store: options.store,
@@ -89,6 +103,7 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       ...(options.phaseHooks ? { phaseHooks: options.phaseHooks } : {}),
       ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
       ...(options.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: options.heartbeatTimeoutSeconds } : {}),
+      ...(residentQueue ? { residentQueue } : {}),
     })
     const common = {
       connection,
@@ -101,9 +116,7 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       ...common,
       ...(options.modelActivitySlots ? { maxConcurrentActivityTaskExecutions: options.modelActivitySlots } : {}),
     }
-    const queues = options.queues ?? ['control', 'rollout', 'train']
     if (queues.length === 0) throw new Error('a worker needs at least one task queue')
-    const names = workerTaskQueues(options.runId)
     const workers: Worker[] = []
     for (const queue of queues) {
       workers.push(
@@ -112,10 +125,12 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
           : await Worker.create({ ...model, taskQueue: names[queue] }),
       )
     }
+    if (residentQueue) workers.push(await Worker.create({ ...model, taskQueue: residentQueue }))
     const worker = workers[0] as Worker
     return {
       worker,
       taskQueues: queues.map((q) => names[q]),
+      ...(residentQueue ? { residentQueue } : {}),
       workers,
       connection,
       engine,

@@ -33,6 +33,17 @@ export function taskQueuesOf(workflowQueue: string): TaskQueues {
   return { control: workflowQueue, rollout: `${name}-rollout${scope}`, train: `${name}-train${scope}` }
 }
 
+/** Separates a train queue from the one worker that polls it (run ids and queue names never hold it). */
+const WORKER = '#'
+
+/**
+ * The queue that only worker `workerId` polls beside `trainQueue` (Temporal's worker-specific task queue):
+ * model-bound phases sent there find the policies that worker keeps loaded (docs/design.md §10.1).
+ */
+export function residentQueueOf(trainQueue: string, workerId: string): string {
+  return `${trainQueue}${WORKER}${workerId}`
+}
+
 /** The run a workflow queue is scoped to, or undefined for a shared one. */
 export function runOfTaskQueue(workflowQueue: string): string | undefined {
   const at = workflowQueue.indexOf(SCOPE)

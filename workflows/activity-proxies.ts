@@ -1,6 +1,6 @@
 // Deterministic: runs in the workflow sandbox. One proxy per task queue (docs/design.md §10.1), each queue derived
 // from the one the workflow runs on (workers/task-queues.ts): a run on its own queues keeps all its work there.
-import { proxyActivities, workflowInfo } from '@temporalio/workflow'
+import { ActivityFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow'
 import type { PipelineActivities } from '../activities/contracts.ts'
 import { NON_RETRYABLE_TYPES } from '../activities/failures.ts'
 import { taskQueuesOf } from '../workers/task-queues.ts'
@@ -22,6 +22,53 @@ export const control = proxyActivities<PipelineActivities>({
 /** The heartbeat timeout of model-bound activities when the run plan sets none. */
 const DEFAULT_HEARTBEAT_TIMEOUT = '5 minutes'
 
+/** The patch under which model-bound phases go to the worker that keeps their policy (docs/design.md §10.1). */
+export const MODEL_AFFINITY = 'model-affinity'
+
+/** The longest a phase waits on a worker's own queue before it goes to the run's train queue (seconds). */
+const RESIDENT_WAIT_SECONDS = 60
+
+type Proxies = ReturnType<typeof proxyActivities<PipelineActivities>>
+
+/**
+ * Runs `call` on the queue only one train worker polls (`resident`, from an earlier phase's result), where that
+ * worker keeps the policy loaded; when no worker takes it there within the heartbeat timeout (at most a minute:
+ * that worker is gone, or busy), on the run's train queue, where any worker loads the checkpoint from the store.
+ * Without `resident`, on the train queue at once.
+ */
+export async function onResidentWorker<T>(
+  plan: { heartbeatTimeoutSeconds?: number },
+  resident: string | undefined,
+  call: (queue: Proxies) => Promise<T>,
+): Promise<T> {
+  const { trainQueue } = modelQueues(plan)
+  if (!resident) return call(trainQueue)
+  const wait = Math.min(plan.heartbeatTimeoutSeconds ?? RESIDENT_WAIT_SECONDS, RESIDENT_WAIT_SECONDS)
+  const own = proxyActivities<PipelineActivities>({
+    ...modelOptions(plan),
+    taskQueue: resident,
+    startToCloseTimeout: '4 hours',
+    scheduleToStartTimeout: `${wait} seconds`,
+  })
+  try {
+    return await call(own)
+  } catch (error) {
+    const unstarted =
+      error instanceof ActivityFailure &&
+      error.cause instanceof TimeoutFailure &&
+      error.cause.timeoutType === 'SCHEDULE_TO_START'
+    if (!unstarted) throw error
+    return call(trainQueue)
+  }
+}
+
+function modelOptions(plan: { heartbeatTimeoutSeconds?: number }) {
+  const heartbeatTimeout = plan.heartbeatTimeoutSeconds
+    ? `${plan.heartbeatTimeoutSeconds} seconds`
+    : DEFAULT_HEARTBEAT_TIMEOUT
+  return { heartbeatTimeout, retry }
+}
+
 /**
  * The model-bound queues for a run: heartbeat timeout from the plan (RunPlan.heartbeatTimeoutSeconds). A short
  * timeout retries the activity of a dead worker sooner; too short for the worker's longest pause between
@@ -29,22 +76,17 @@ const DEFAULT_HEARTBEAT_TIMEOUT = '5 minutes'
  * attempt times out and is retried, which the phase wrapper then answers from the finished manifest.
  */
 export function modelQueues(plan: { heartbeatTimeoutSeconds?: number }) {
-  const heartbeatTimeout = plan.heartbeatTimeoutSeconds
-    ? `${plan.heartbeatTimeoutSeconds} seconds`
-    : DEFAULT_HEARTBEAT_TIMEOUT
   const queues = taskQueuesOf(workflowInfo().taskQueue)
   return {
     rolloutQueue: proxyActivities<PipelineActivities>({
+      ...modelOptions(plan),
       taskQueue: queues.rollout,
       startToCloseTimeout: '2 hours',
-      heartbeatTimeout,
-      retry,
     }),
     trainQueue: proxyActivities<PipelineActivities>({
+      ...modelOptions(plan),
       taskQueue: queues.train,
       startToCloseTimeout: '4 hours',
-      heartbeatTimeout,
-      retry,
     }),
   }
 }

@@ -1,8 +1,8 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
-import { ApplicationFailure, log, setHandler } from '@temporalio/workflow'
+import { ApplicationFailure, log, patched, setHandler } from '@temporalio/workflow'
 import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import { control, modelQueues } from './activity-proxies.ts'
+import { control, MODEL_AFFINITY, modelQueues, onResidentWorker } from './activity-proxies.ts'
 import { ABORTED_TYPE, type IterationStatus, iterationStatusQuery, setRunSignal } from './operator.ts'
 import { OperatorGate } from './operator-gate.ts'
 import { enterPhase } from './phase-boundary.ts'
@@ -16,6 +16,8 @@ export interface IterationInput {
   analyzer: CheckpointRef | null
   /** Start held (the run was paused when the iteration started); absent: not paused. */
   paused?: boolean
+  /** The queue of the train worker that keeps `acting` loaded (the last update's); absent: none known. */
+  residentQueue?: string
 }
 
 export interface IterationResult {
@@ -25,6 +27,8 @@ export interface IterationResult {
   metrics: ArtifactRef
   /** manifest.json: every artifact of the iteration, written last. */
   manifest: ArtifactRef
+  /** The queue of the train worker that keeps `checkpoint` loaded (model-affinity); absent in older runs. */
+  residentQueue?: string
 }
 
 /** A named output of a phase; its absence breaks the contract between workflow and activities. */
@@ -106,15 +110,17 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
   const row = ALGORITHMS[it.plan.algorithm]
   const { iteration } = it
   const { rolloutQueue, trainQueue } = modelQueues(it.plan)
+  // model-bound phases go to the train worker that keeps the policy loaded (snapshot → rescore → update → the
+  // next iteration's snapshot), falling back to the run's train queue; histories from before keep the train queue
+  const affinity = patched(MODEL_AFFINITY)
+  let resident = affinity ? it.residentQueue : undefined
+  const onTrain = <T>(call: (queue: typeof trainQueue) => Promise<T>): Promise<T> =>
+    affinity ? onResidentWorker(it.plan, resident, call) : call(trainQueue)
   const hold = operatorHold(it)
   let run = await hold.next('snapshot')
-  const snapshot = await trainQueue.snapshot({
-    run,
-    iteration,
-    acting: it.acting,
-    reference: it.reference,
-    analyzer: it.analyzer,
-  })
+  const snapshot = await onTrain((q) =>
+    q.snapshot({ run, iteration, acting: it.acting, reference: it.reference, analyzer: it.analyzer }),
+  )
   run = await hold.next('rollout')
   const shards = Array.from({ length: it.plan.shards }, (_, shard) => shard)
   const rollouts = await Promise.all(shards.map((shard) => rolloutQueue.rollout({ run, iteration, shard, snapshot })))
@@ -130,15 +136,11 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
   }
   run = await hold.next('rescore')
   const skillRefs = skills.map((s, shard) => output(s, 'skills', `analyze shard ${shard}`))
-  const scored = await trainQueue.rescore({ run, iteration, snapshot, rollouts: rolloutRefs, skills: skillRefs })
+  const scored = await onTrain((q) => q.rescore({ run, iteration, snapshot, rollouts: rolloutRefs, skills: skillRefs }))
+  resident = scored.residentQueue ?? resident
   run = await hold.next('update')
-  const next = await trainQueue.update({
-    run,
-    iteration,
-    snapshot,
-    rollouts: rolloutRefs,
-    rescore: output(scored, 'rescore', 'rescore'),
-  })
+  const rescored = output(scored, 'rescore', 'rescore')
+  const next = await onTrain((q) => q.update({ run, iteration, snapshot, rollouts: rolloutRefs, rescore: rescored }))
   run = await hold.next('metrics')
   const recorded = await control.recordIteration({
     run,
@@ -158,5 +160,6 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
     stats: recorded.stats,
     metrics: output(recorded, 'metrics', 'recordIteration'),
     manifest: recorded.manifest,
+    ...(affinity && next.residentQueue ? { residentQueue: next.residentQueue } : {}),
   }
 }

@@ -26,7 +26,7 @@ import { targetLabel } from '../activities/evaluation-target.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
-import { control, modelQueues } from './activity-proxies.ts'
+import { control, MODEL_AFFINITY, modelQueues } from './activity-proxies.ts'
 import { type Evaluation, RunAborted, type RunProgress, type RunStatus, statusQuery } from './operator.ts'
 import { RunOperator, VERIFY_ON_RESUME } from './run-operator.ts'
 import { SEED_ALGORITHM, SEED_ENV, SEED_ITERATION, SEED_PHASE, SEED_SUCCESS_RATE } from './search-attributes.ts'
@@ -45,6 +45,8 @@ export interface RunState {
   reference: CheckpointRef
   /** Analyzer for rows whose skills come from fixed weights (seed-static: π_0). */
   fixedAnalyzer: CheckpointRef | null
+  /** The queue of the train worker that keeps `acting` loaded (model-affinity); absent: none known. */
+  residentQueue?: string
   evaluations: Evaluation[]
   /** The operator's changes and pause (absent in runs continued before they existed). */
   overrides?: HyperparameterOverrides
@@ -127,12 +129,23 @@ export async function seedRun(input: SeedRunInput): Promise<SeedRunResult> {
       const k = state.iteration
       const s = state
       const analyzer = row.analyzer === 'current' ? s.acting : row.analyzer === 'stage1' ? s.fixedAnalyzer : null
+      const resident = s.residentQueue && patched(MODEL_AFFINITY) ? { residentQueue: s.residentQueue } : {}
       const result = await operator.phase(
         `iteration ${k}`,
-        () => operator.iteration({ plan: s.plan, iteration: k, acting: s.acting, reference: s.reference, analyzer }),
+        () =>
+          operator.iteration({
+            plan: s.plan,
+            iteration: k,
+            acting: s.acting,
+            reference: s.reference,
+            analyzer,
+            ...resident,
+          }),
         { iteration: k, status: { phase: 'iteration', iteration: k } },
       )
       state.acting = result.checkpoint
+      if (result.residentQueue) state.residentQueue = result.residentQueue
+      else delete state.residentQueue
       state.iteration = k + 1
       const last = state.iteration === state.plan.iterations
       status.iteration = state.iteration
@@ -245,6 +258,7 @@ async function stage1(state: RunState, status: RunProgress, operator: RunOperato
     state.acting = sft.checkpoint
     state.reference = sft.checkpoint
     state.fixedAnalyzer = sft.checkpoint
+    if (sft.residentQueue) state.residentQueue = sft.residentQueue
     await operator.phase('evaluate', () => evaluate(state, operator, { kind: 'stage1' }, status, true))
   }
   return state

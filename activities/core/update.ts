@@ -50,7 +50,7 @@ export interface UpdateInput {
   /** The row's loss terms besides the PPO surrogate. */
   terms: LossTerms
   settings: UpdateSettings
-  /** AdamW moments from the previous update (the run's optimizer state); fresh when absent. */
+  /** AdamW moments from the previous update (the run's optimizer state); absent: the trainer's own. */
   optimizerState?: AdamWState
   /** Seeds which samples `padToMiniBatch` copies (required with it). */
   seed?: number
@@ -332,7 +332,8 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
   const advantages = sampleAdvantages(samples, settings)
   const train = await loadActorTrainModel(policy, terms, settings)
   const { trainer } = policy
-  await trainer.loadOptimizerState(input.optimizerState)
+  // without a state, the trainer's own: fresh for a policy just loaded without one, or the stored one it holds
+  if (input.optimizerState) await trainer.loadOptimizerState(input.optimizerState)
   const perMiniBatch: MiniBatchMetrics[] = []
   const miniBatches = Math.ceil(samples.length / settings.miniBatchSize)
   for (let from = 0; from < samples.length; from += settings.miniBatchSize) {

@@ -109,9 +109,11 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           ...(library ? { library: library.skills } : {}),
         })
         const controls = blocks && c.stage2.opdGate === 'control' ? controlBlocks(blocks, trajectories) : undefined
-        const { policy } = await read.policy(snap.acting)
-        const reference =
-          snap.reference.sha256 === snap.acting.sha256 ? null : (await read.policy(snap.reference)).policy
+        const acting = await read.policy(snap.acting, { resident: true })
+        const { policy } = acting
+        const held =
+          snap.reference.sha256 === snap.acting.sha256 ? null : await read.policy(snap.reference, { resident: true })
+        const reference = held?.policy ?? null
         const scored = await rescore(policy, reference, {
           trajectories,
           ...(blocks ? { teacherBlocks: blocks } : {}),
@@ -127,6 +129,9 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           onProgress: (step, steps) => heartbeat({ phase: 'rescore', step, steps }),
         })
         const info = await store.put(keys.rescore(run.runId, iteration, 0, attempt), encodeRescore(scored.samples))
+        // scoring changes nothing: the update (and the next rescore's reference) on this worker take them again
+        if (held) await read.keep(snap.reference, held.policy, held.optimizer)
+        await read.keep(snap.acting, policy, acting.optimizer)
         const fits = scored.stats.teacherTruncation
         return {
           outputs: { rescore: info },

@@ -30,10 +30,11 @@ export const stage1Phase: PhaseDef<{ run: RunRef; base: CheckpointRef }, RunConf
           ...annotated.stats,
         }
         const key = keys.sftCheckpoint(run.runId, MODEL_FILE, attempt)
-        return {
-          outputs: { ...(await writeCheckpoint(store, key, await toCheckpoint(policy))), ...annotated.outputs },
-          stats,
-        }
+        const written = await writeCheckpoint(store, key, await toCheckpoint(policy))
+        // kept as the store holds it (no optimizer state is stored with Stage 1's checkpoint: fresh moments)
+        await policy.trainer.loadOptimizerState()
+        await read.keep(checkpointOf(written, 'stage1'), policy)
+        return { outputs: { ...written, ...annotated.outputs }, stats }
       },
     }
   },

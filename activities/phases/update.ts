@@ -46,7 +46,7 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
       async compute({ store, attempt }) {
         const snap = await read.snapshot(snapshot)
         const samples = decodeRescore(await getExpected(store, scoredRef.key, scoredRef.sha256), scoredRef.key)
-        const { policy, optimizer } = await read.policy(snap.acting)
+        const { policy, optimizer } = await read.policy(snap.acting, { resident: true })
         // fresh adapters on a checkpoint without them (the first LoRA update) start a fresh optimizer state
         const fresh = lora ? await withLora(policy, lora, mixSeed(seed, iteration, LORA_SEED)) : false
         const adapter = policy.model.lora
@@ -87,7 +87,12 @@ export const updatePhase: PhaseDef<UpdateInput, ReturnType<typeof needs>, Update
             stats[`mix${name.charAt(0).toUpperCase()}${name.slice(1)}`] = value
         }
         const key = keys.checkpoint(run.runId, iteration, MODEL_FILE, attempt)
-        return { outputs: await writeCheckpoint(store, key, await toCheckpoint(policy), updated.optimizerState), stats }
+        const outputs = await writeCheckpoint(store, key, await toCheckpoint(policy), updated.optimizerState)
+        // the next iteration on this worker takes the policy as the store now holds it: the mixed-in steps
+        // restarted the optimizer, so the trainer gets the state that was written
+        if (settings.stage1Mix && annotations) await policy.trainer.loadOptimizerState(updated.optimizerState)
+        await read.keep(checkpointOf(outputs, 'update'), policy)
+        return { outputs, stats }
       },
     }
   },

@@ -43,6 +43,19 @@ const summary = (key: string, outputs: Record<string, string>, stats: Record<str
   stats,
 })
 
+/** Runs whose stand-in train phases say that a worker of its own keeps their policy, and which queue that is. */
+const RESIDENT: Record<string, string> = {
+  'affinity-row': `${TASK_QUEUES.train}#keeper`,
+  'gone-row': `${TASK_QUEUES.train}#gone`, // nobody polls it
+}
+
+/** `call`, with the queue it ran on for the runs of RESIDENT, and the summary's resident queue for them. */
+function residentCall(runId: string, call: string): { call: string; residentQueue?: string } {
+  const queue = RESIDENT[runId]
+  if (!queue) return { call }
+  return { call: `${call}@${Context.current().info.taskQueue}`, residentQueue: queue }
+}
+
 const activities: PipelineActivities = {
   async planRun({ runId, config }) {
     calls.push('planRun')
@@ -62,12 +75,13 @@ const activities: PipelineActivities = {
     if (run) await duringAnnotate?.(run.workflowId)
     return summary('annotate', { annotations: 'sft/annotations.jsonl' })
   },
-  async stage1() {
-    calls.push('stage1')
-    return { ...summary('stage1', {}), checkpoint: checkpoint('sft') }
+  async stage1({ run }) {
+    const { call, residentQueue } = residentCall(run.runId, 'stage1')
+    calls.push(call)
+    return { ...summary('stage1', {}), checkpoint: checkpoint('sft'), ...(residentQueue ? { residentQueue } : {}) }
   },
-  async snapshot({ iteration, acting, analyzer }) {
-    calls.push(`snapshot:${iteration}:${acting.prefix}:${analyzer?.prefix ?? '-'}`)
+  async snapshot({ run, iteration, acting, analyzer }) {
+    calls.push(residentCall(run.runId, `snapshot:${iteration}:${acting.prefix}:${analyzer?.prefix ?? '-'}`).call)
     return ref(`snapshot-${iteration}`)
   },
   async rollout({ run, iteration, shard }) {
@@ -79,19 +93,25 @@ const activities: PipelineActivities = {
     calls.push(`analyze:${iteration}:${shard}:${rollouts.key}`)
     return summary('analyze', { skills: `s-${iteration}-${shard}` }, { parse_rate: 1 })
   },
-  async rescore({ iteration, rollouts, skills }) {
-    calls.push(`rescore:${iteration}:${rollouts.length}:${skills.length}`)
-    return summary('rescore', { rescore: `sc-${iteration}` })
+  async rescore({ run, iteration, rollouts, skills }) {
+    const { call, residentQueue } = residentCall(run.runId, `rescore:${iteration}:${rollouts.length}:${skills.length}`)
+    calls.push(call)
+    return { ...summary('rescore', { rescore: `sc-${iteration}` }), ...(residentQueue ? { residentQueue } : {}) }
   },
   async update({ run, iteration, rescore }) {
-    calls.push(`update:${iteration}:${rescore.key}`)
+    const { call, residentQueue } = residentCall(run.runId, `update:${iteration}:${rescore.key}`)
+    calls.push(call)
     if (run.runId === 'flaky-row' && !flakyFailed) {
       flakyFailed = true
       throw ApplicationFailure.nonRetryable('the kl loss term is NaN', 'NonFiniteLossError')
     }
     if (run.runId === 'diverging-row')
       throw ApplicationFailure.nonRetryable('the pg loss term is NaN', 'NonFiniteLossError')
-    return { ...summary('update', {}, { loss: 0.5 }), checkpoint: checkpoint(`it${iteration}`) }
+    return {
+      ...summary('update', {}, { loss: 0.5 }),
+      checkpoint: checkpoint(`it${iteration}`),
+      ...(residentQueue ? { residentQueue } : {}),
+    }
   },
   async fork({ run }) {
     calls.push(`fork:${run.runId}`)
@@ -160,6 +180,7 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
       Worker.create({ connection, taskQueue: TASK_QUEUES.control, workflowsPath: WORKFLOWS_PATH, activities }),
       Worker.create({ connection, taskQueue: TASK_QUEUES.rollout, activities }),
       Worker.create({ connection, taskQueue: TASK_QUEUES.train, activities }),
+      Worker.create({ connection, taskQueue: RESIDENT['affinity-row'] as string, activities }),
     ])
     running = workers.map((w) => w.run())
     clientConnection = await Connection.connect({ address: testServers().temporalAddress })
@@ -220,6 +241,53 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.deepEqual(recorded.stats, { 'rollout/success_rate': 0.375 })
     assert.equal(recorded.metrics.key, 'm-1')
     assert.equal(recorded.manifest.key, 'manifest-1')
+  })
+
+  it("sends snapshot, rescore and update to the train worker that keeps the policy, Stage 1's first", async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'affinity-row',
+      args: [{ runId: 'affinity-row', config: plan('seed', { iterationsPerRun: 10, heartbeatTimeoutSeconds: 2 }) }],
+    })
+    await handle.result()
+    const keeper = RESIDENT['affinity-row']
+    const onTrain = inShardOrder(calls).filter((c) => /^(stage1|snapshot|rescore|update)/.test(c))
+    assert.deepEqual(onTrain, [
+      `stage1@${TASK_QUEUES.train}`,
+      ...[0, 1].flatMap((k) => [
+        `snapshot:${k}:${k === 0 ? 'sft/' : 'it0/'}:${k === 0 ? 'sft/' : 'it0/'}@${keeper}`,
+        `rescore:${k}:2:2@${keeper}`,
+        `update:${k}:sc-${k}@${keeper}`,
+      ]),
+    ])
+    if (process.env.SEEDFLOW_RECORD_HISTORIES === '1') {
+      await writeFile(historyFixture('seed-run-affinity'), `${historyToJSON(await handle.fetchHistory())}\n`)
+      const child = client.workflow.getHandle('affinity-row/iter-1')
+      await writeFile(historyFixture('seed-iteration-affinity'), `${historyToJSON(await child.fetchHistory())}\n`)
+    }
+  })
+
+  it('sends them to the train queue when no worker takes them on the queue of one that is gone', async () => {
+    calls.length = 0
+    const handle = await client.workflow.start(seedRun, {
+      taskQueue: TASK_QUEUES.control,
+      workflowId: 'gone-row',
+      args: [{ runId: 'gone-row', config: plan('seed', { iterationsPerRun: 10, heartbeatTimeoutSeconds: 2 }) }],
+    })
+    await handle.result()
+    const onTrain = inShardOrder(calls).filter((c) => /^(stage1|snapshot|rescore|update)/.test(c))
+    assert.ok(onTrain.length === 7, onTrain.join('\n'))
+    for (const c of onTrain) assert.ok(c.endsWith(`@${TASK_QUEUES.train}`), c)
+    // each phase sent to the gone worker's queue timed out there unstarted, then ran on the train queue
+    const child = client.workflow.getHandle('gone-row/iter-1')
+    const events = (await child.fetchHistory()).events ?? []
+    const unstarted = events.filter(
+      (e) => e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType === 2,
+    )
+    assert.equal(unstarted.length, 3, 'snapshot, rescore and update of iteration 1 each waited on the gone queue')
+    if (process.env.SEEDFLOW_RECORD_HISTORIES === '1')
+      await writeFile(historyFixture('seed-iteration-affinity-gone'), `${historyToJSON(await child.fetchHistory())}\n`)
   })
 
   /** One iteration of a row that starts from the base checkpoint; its history is recorded on request. */

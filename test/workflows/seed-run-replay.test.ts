@@ -52,3 +52,21 @@ test('seedIteration (paused during rollout, a changed RunRef, resumed before ana
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'pause-8538/iter-0')
 })
+
+test('seedRun (model-affinity: train phases sent to the worker that keeps the policy, Stage 1 first) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-run-affinity'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'affinity-row')
+})
+
+test('seedIteration (model-affinity: snapshot, rescore and update on the resident queue) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-iteration-affinity'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'affinity-row/iter-1')
+})
+
+test('seedIteration (model-affinity: the resident worker gone, each phase timed out unstarted and ran on the train queue) replays its committed history', async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-iteration-affinity-gone'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'gone-row/iter-1')
+})

@@ -16,7 +16,8 @@ export {
   type ValueInfo,
 } from './ir.ts'
 export { type EngineTraffic, type MeteredEngine, meteredEngine } from './metered.ts'
-export { encodeModel, IR_VERSION, OPSET } from './onnx.ts'
+export { type ModelFile, writeModelFiles } from './model-files.ts'
+export { encodeModel, externalLayout, IR_VERSION, OPSET } from './onnx.ts'
 export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'
 export { OPS, type OpName } from './ops/index.ts'
 export {

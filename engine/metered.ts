@@ -11,7 +11,7 @@ export interface EngineTraffic {
   fedBytes: number
   /** Bytes of the tensors `keep` sent. */
   keptBytes: number
-  /** Bytes of the model graphs `load` sent (initializers baked into them included). */
+  /** Bytes of the model graphs `load` sent (initializers baked into them included; a model on disk is not sent). */
   loadedBytes: number
   /** Bytes of the outputs that runs returned. */
   fetchedBytes: number
@@ -52,7 +52,7 @@ export function meteredEngine(engine: Engine): MeteredEngine {
       traffic = zero()
     },
     async load(model) {
-      traffic.loadedBytes += model.byteLength
+      if (model instanceof Uint8Array) traffic.loadedBytes += model.byteLength
       return engine.load(model)
     },
     async run(model, feeds, options) {

@@ -8,7 +8,9 @@ import {
   ModelProtoSchema,
   NodeProtoSchema,
   OperatorSetIdProtoSchema,
+  StringStringEntryProtoSchema,
   type TensorProto,
+  TensorProto_DataLocation,
   TensorProtoSchema,
   TensorShapeProto_DimensionSchema,
   TensorShapeProtoSchema,
@@ -33,6 +35,24 @@ export interface EncodeOptions {
    * input list and its tensor is stored in the model.
    */
   initializers?: Record<string, ConstTensor>
+  /**
+   * Store the initializers outside the model, in the file `location` beside it (ONNX external data: protobuf
+   * caps a model at 2 GB), at the offsets `externalLayout` gives; the bytes of the tensors are not in the result.
+   */
+  externalData?: { location: string }
+}
+
+/** Where each initializer of a model with external data lies in its data file, in file order. */
+export function externalLayout(initializers: Record<string, ConstTensor>): Array<{ name: string; offset: number }> {
+  let offset = 0
+  return Object.keys(initializers)
+    .sort()
+    .map((name) => {
+      const at = offset
+      // 64-byte aligned, as ONNX's own writer does, so that a reader may map them
+      offset += Math.ceil((initializers[name] as ConstTensor).data.byteLength / 64) * 64
+      return { name, offset: at }
+    })
 }
 
 /** Serialises `graph` to ModelProto bytes; nodes that no output depends on are left out. */
@@ -61,9 +81,13 @@ export function encodeModel(graph: Graph, options: EncodeOptions = {}): Uint8Arr
       node: nodes.map(encodeNode),
       input: graph.inputs.filter((v) => !(v.name in baked)).map(valueInfo),
       output: graph.outputs.map(valueInfo),
-      initializer: Object.keys(baked)
-        .sort()
-        .map((name) => encodeTensor(baked[name] as ConstTensor, name)),
+      initializer: options.externalData
+        ? externalLayout(baked).map(({ name, offset }) =>
+            externalTensor(baked[name] as ConstTensor, name, options.externalData?.location as string, offset),
+          )
+        : Object.keys(baked)
+            .sort()
+            .map((name) => encodeTensor(baked[name] as ConstTensor, name)),
     }),
   })
   return toBinary(ModelProtoSchema, model)
@@ -119,6 +143,22 @@ export function encodeTensor(t: ConstTensor, name = ''): TensorProto {
     dims: t.dims.map((d) => BigInt(d)),
     dataType: ONNX_DTYPE[t.dtype],
     rawData: new Uint8Array(bytes) as Uint8Array<ArrayBuffer>,
+  })
+}
+
+/** A tensor whose bytes lie in `location` at `offset` (ONNX external data). */
+function externalTensor(t: ConstTensor, name: string, location: string, offset: number): TensorProto {
+  const entry = (key: string, value: string) => create(StringStringEntryProtoSchema, { key, value })
+  return create(TensorProtoSchema, {
+    name,
+    dims: t.dims.map((d) => BigInt(d)),
+    dataType: ONNX_DTYPE[t.dtype],
+    dataLocation: TensorProto_DataLocation.EXTERNAL,
+    externalData: [
+      entry('location', location),
+      entry('offset', String(offset)),
+      entry('length', String(t.data.byteLength)),
+    ],
   })
 }
 

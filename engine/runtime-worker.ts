@@ -1,6 +1,7 @@
 // Worker-thread side of createWorkerEngine: owns a local engine and answers one request at a time.
 import { workerData } from 'node:worker_threads'
 import type { DType } from './dtype.ts'
+import type { ModelFile } from './model-files.ts'
 import {
   createLocalEngine,
   type KeptFeeds,
@@ -16,7 +17,7 @@ const engine = createLocalEngine((workerData as { config: RuntimeConfig }).confi
 
 serveThread(
   {
-    load: async (req: { model: Uint8Array }) => engine.load(req.model),
+    load: async (req: { model: Uint8Array | ModelFile }) => engine.load(req.model),
     run: async (req: { model: ModelHandle; feeds: Feeds; options: RunOptions }) => {
       const out = await engine.run(req.model, req.feeds, req.options)
       // outputs are handed over, not copied; a buffer ORT still owns is copied first

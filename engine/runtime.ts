@@ -8,6 +8,7 @@ import { createBuilder } from './builder.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
 import { Graph } from './ir.ts'
+import type { ModelFile } from './model-files.ts'
 import { encodeModel } from './onnx.ts'
 import { formatShape } from './shape.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
@@ -94,10 +95,11 @@ export interface KeptWrite {
 
 export interface Engine {
   /**
-   * Builds (or reuses) the session for these model bytes. Identical bytes share one session (policies of the
-   * same shape build identical graphs), so each load takes a reference that `release` gives back.
+   * Builds (or reuses) the session for these model bytes, or for a model on disk (engine/model-files.ts: one with
+   * external data, over protobuf's 2 GB). Identical models share one session (policies of the same shape build
+   * identical graphs), so each load takes a reference that `release` gives back.
    */
-  load(model: Uint8Array): Promise<ModelHandle>
+  load(model: Uint8Array | ModelFile): Promise<ModelHandle>
   run(model: ModelHandle, feeds: Feeds, options?: RunOptions): Promise<Fetches>
   /**
    * Keeps these tensors in the engine for runs to name (`RunOptions.kept`) instead of sending them each time:
@@ -162,11 +164,12 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
 
   return {
     async load(model) {
-      const id = modelId(model)
+      const id = model instanceof Uint8Array ? modelId(model) : model.id
       refs.set(id, (refs.get(id) ?? 0) + 1)
       let s = sessions.get(id)
       if (!s) {
-        s = InferenceSession.create(model, {
+        const source = model instanceof Uint8Array ? model : model.path
+        s = InferenceSession.create(source as string, {
           intraOpNumThreads: cfg.threads,
           interOpNumThreads: 1,
           executionMode: 'sequential',
@@ -321,7 +324,8 @@ export function createWorkerEngine(config: RuntimeConfig = {}): Engine {
     }
   }
   return {
-    load: (model) => call<ModelHandle>('load', { model }),
+    load: (model) =>
+      call<ModelHandle>('load', { model: model instanceof Uint8Array ? model : { path: model.path, id: model.id } }),
     run(model, feeds, options = {}) {
       const { transfer, ...rest } = options
       return call<Fetches>('run', { model, feeds, options: rest }, transfer ? transferList(Object.values(feeds)) : [])

@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os'
 import {
   type AdamWGraphConfig,
   type ConstTensor,
@@ -10,6 +11,7 @@ import {
   modelId,
   type TensorData,
   tensor,
+  writeModelFiles,
 } from '../engine/index.ts'
 import type { ModelConfig } from './config.ts'
 import type { LoraConfig } from './lora.ts'
@@ -60,7 +62,15 @@ export interface PolicyModelOptions {
   graph?: GraphOptions
   /** The decode weights of a decode batch that names none (default `inputs`). */
   decodeWeights?: DecodeWeights
+  /**
+   * Weights baked into a session beyond this many bytes go to a data file beside the model (ONNX external data,
+   * written under the OS's temporary folder and removed once loaded): protobuf caps a model at 2 GB. Default
+   * 1.5 GiB.
+   */
+  externalDataBytes?: number
 }
+
+const EXTERNAL_DATA_BYTES = 1.5 * 2 ** 30
 
 /**
  * Where a model's graphs get their parameters (policy/trainer.ts owns them): the trained tensors kept in the
@@ -94,6 +104,7 @@ export class PolicyModel {
   readonly graphOptions: GraphOptions
   readonly decodeWeights: DecodeWeights
   readonly parameters: ModelParameters
+  readonly #externalDataBytes: number
   readonly #engine: Engine
   readonly #rope: { cos: TensorData; sin: TensorData }
   /** Sessions by graph key; those that bake the trained tensors (frozen decode) are keyed by version too. */
@@ -107,6 +118,7 @@ export class PolicyModel {
     this.dtype = options.dtype ?? 'float32'
     this.graphOptions = options.graph ?? {}
     this.decodeWeights = options.decodeWeights ?? 'inputs'
+    this.#externalDataBytes = options.externalDataBytes ?? EXTERNAL_DATA_BYTES
     const { cos, sin } = ropeTables(config, config.maxPositions)
     this.#rope = {
       cos: this.float([config.maxPositions, config.headDim], cos),
@@ -124,7 +136,12 @@ export class PolicyModel {
 
   /** This model's layout options (for a model of the same layout over other parameters). */
   options(): PolicyModelOptions {
-    return { dtype: this.dtype, graph: this.graphOptions, decodeWeights: this.decodeWeights }
+    return {
+      dtype: this.dtype,
+      graph: this.graphOptions,
+      decodeWeights: this.decodeWeights,
+      externalDataBytes: this.#externalDataBytes,
+    }
   }
 
   /**
@@ -298,7 +315,7 @@ export class PolicyModel {
   }
 
   /** Loads `graph` with the rotary tables, the base and `more` (weights by name) as initializers. */
-  #loadBaked(graph: Graph, more?: ReadonlyMap<string, Float32Array>): Promise<ModelHandle> {
+  async #loadBaked(graph: Graph, more?: ReadonlyMap<string, Float32Array>): Promise<ModelHandle> {
     const initializers: Record<string, ConstTensor> = {
       [IO.ropeCos]: this.#rope.cos,
       [IO.ropeSin]: this.#rope.sin,
@@ -310,6 +327,13 @@ export class PolicyModel {
         if (!input) continue // a base weight this graph does not read (the lm head of a tied model)
         initializers[name] = this.float(input.shape as number[], w) as ConstTensor
       }
-    return this.#engine.load(encodeModel(graph, { initializers }))
+    const bytes = Object.values(initializers).reduce((n, t) => n + t.data.byteLength, 0)
+    if (bytes <= this.#externalDataBytes) return this.#engine.load(encodeModel(graph, { initializers }))
+    const file = writeModelFiles(graph, initializers, tmpdir())
+    try {
+      return await this.#engine.load(file)
+    } finally {
+      file.remove()
+    }
   }
 }

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { createBuilder } from '../../engine/builder.ts'
 import { EngineRuntimeError } from '../../engine/errors.ts'
 import { Graph } from '../../engine/ir.ts'
+import { writeModelFiles } from '../../engine/model-files.ts'
 import { encodeModel } from '../../engine/onnx.ts'
 import { createLocalEngine, createWorkerEngine, type Engine, modelId } from '../../engine/runtime.ts'
 import { tensor } from '../../engine/tensor.ts'
@@ -138,6 +142,28 @@ for (const [kind, make] of [
         { name: 'EngineRuntimeError', message: /output bumped in place of state, not a kept feed/ },
       )
       await engine.forget(cache)
+    })
+
+    it('loads a model whose initializers lie in a data file beside it, the same as one with them inside', async () => {
+      const graph = new Graph(`external-${kind}`)
+      const op = createBuilder(graph)
+      const x = op.input('x', 'float32', ['B', 3])
+      const w = op.input('w', 'float32', [3, 2])
+      op.output(op.MatMul(x, w), 'y')
+      const weights = { w: { dtype: 'float32' as const, dims: [3, 2], data: feeds().w.data } }
+      const inside = await engine.load(encodeModel(graph, { initializers: weights }))
+      const dir = mkdtempSync(join(tmpdir(), 'seedflow-external-'))
+      const file = writeModelFiles(graph, weights, dir)
+      try {
+        const beside = await engine.load(file)
+        assert.equal(beside.id, file.id)
+        assert.deepEqual(beside.inputNames, ['x'])
+        const x = { x: feeds().x }
+        assert.deepEqual(await engine.run(beside, x), await engine.run(inside, x))
+      } finally {
+        file.remove()
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
 
     it('replaces kept tensors with outputs computed from them, and reads copies back', async () => {

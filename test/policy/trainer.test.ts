@@ -200,3 +200,29 @@ describe('Trainer: state stays in the engine', () => {
     }
   })
 })
+
+describe("Trainer: a base baked into a data file beside the model (over protobuf's 2 GB)", () => {
+  it('scores and steps as the same base baked inside the model', async () => {
+    const engine = createLocalEngine({ threads: 1 })
+    try {
+      const lora: LoraConfig = { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'] }
+      const base = initWeights(BENCH, mulberry32(2))
+      const make = (externalDataBytes?: number) =>
+        new Trainer(engine, BENCH, base, {
+          lora: { config: lora, adapters: initLora(BENCH, lora, mulberry32(3)) },
+          ...(externalDataBytes === undefined ? {} : { externalDataBytes }),
+        })
+      const inside = make()
+      const beside = make(0)
+      const items = [{ context: [5, 9, 11], response: [3, 7, 2] }]
+      assert.deepEqual(await beside.model.score(items), await inside.model.score(items))
+      const batch = batchOf(inside, 7)
+      const a = await inside.step(await inside.trainModel(meanNll), batch, { lr: 1e-3 })
+      const b = await beside.step(await beside.trainModel(meanNll), batch, { lr: 1e-3 })
+      assert.equal(b.loss, a.loss)
+      assert.equal(worst(await beside.trained(), await inside.trained()), 0)
+    } finally {
+      await engine.close()
+    }
+  })
+})

@@ -27,7 +27,7 @@ export async function withPolicyScope<T>(body: () => Promise<T>): Promise<T> {
   try {
     return await activityPolicies.run(loaded, body)
   } finally {
-    await Promise.all(loaded.map((p) => p.model.release()))
+    await Promise.all(loaded.map((p) => p.trainer.release()))
   }
 }
 
@@ -125,7 +125,9 @@ export function phaseReaders(
       const scope = activityPolicies.getStore()
       const at = scope?.indexOf(policy) ?? -1
       if (at >= 0) scope?.splice(at, 1)
-      // the trainer holds the weights: the checkpoint's own arrays are not needed to write the next one
+      // the trainer holds the weights: the checkpoint's own arrays are not needed to write the next one; its
+      // sessions go (their memory arenas keep a phase's peak, GBs on SmolLM2): the next phase loads them again
+      await policy.model.release()
       const { lora: _lora, ...rest } = policy.checkpoint
       policy.checkpoint = { ...rest, weights: new Map() }
       await residency.policies.keep(key, { policy, ...(optimizer ? { optimizer } : {}) })

@@ -21,7 +21,8 @@ export class ResidentPolicies {
   /** Hits and misses since the worker started, for its counters and for tests. */
   readonly stats = { hits: 0, misses: 0, kept: 0, evicted: 0 }
 
-  constructor(capacity = 2) {
+  /** `capacity` policies at most; default SEEDFLOW_RESIDENT_POLICIES, else 2 (0: none, every phase loads from the store). */
+  constructor(capacity = residentCapacity()) {
     this.capacity = capacity
   }
 
@@ -70,4 +71,13 @@ export class ResidentPolicies {
     this.#entries.clear()
     await Promise.all(all.map((e) => e.policy.trainer.release()))
   }
+}
+
+function residentCapacity(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SEEDFLOW_RESIDENT_POLICIES
+  if (raw === undefined || raw === '') return 2
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 0)
+    throw new RangeError(`SEEDFLOW_RESIDENT_POLICIES must be an integer ≥ 0, got ${JSON.stringify(raw)}`)
+  return n
 }

@@ -183,7 +183,7 @@ try {
     })
     for (const t of r.trajectories.slice(0, 2))
       for (const s of t.steps.slice(0, 3)) log(`  response (task ${t.task.seed}): ${JSON.stringify(s.responseText)}`)
-    await policy.model.release()
+    await policy.trainer.release()
   } else if (command === 'warmstart') {
     const ws = config.warmstart
     if (!ws || config.model.kind !== 'imported') throw new Error('the preset has no warm-start')
@@ -235,7 +235,7 @@ try {
           seconds: e.seconds,
         },
       })
-      await policy.model.release()
+      await policy.trainer.release()
     }
   } else if (command === 'stage1') {
     const steps = num('steps', 6)
@@ -260,7 +260,7 @@ try {
       lastLoss: trained.lastLoss,
       sftSeconds: trained.seconds,
     })
-    await policy.model.release()
+    await policy.trainer.release()
   } else if (command === 'rollout' || command === 'analyze' || command === 'update') {
     const s2 = config.stage2
     const policy = loadPolicy(engine, checkpoint, { settings: config.engine })
@@ -321,7 +321,7 @@ try {
         temperature: s2.temperature,
         batchSize: 64,
       })
-      await reference.model.release()
+      await reference.trainer.release()
       if (config.model.lora) await withLora(policy, config.model.lora, mixSeed(config.seed, LORA_SEED))
       const started = performance.now()
       const u = await update(policy, { samples: scored.samples, terms: lossTerms('seed'), settings: s2 })
@@ -334,7 +334,7 @@ try {
         loss: u.metrics.loss,
       })
     }
-    await policy.model.release()
+    await policy.trainer.release()
   } else {
     throw new Error(`unknown command ${command}`)
   }

@@ -220,7 +220,7 @@ export async function evalCommand(
       },
     })
   } finally {
-    await policy.model.release()
+    await policy.trainer.release()
     await engine.close()
   }
   const report: EvalReport = {

@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
-import { policyModel } from '../policy/trainer.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { ApiError } from '../serve/errors.ts'
 import { type ChoiceDelta, generationJobs, type RawParams, samplingParams } from '../serve/generation.ts'
 import { Scheduler } from '../serve/scheduler.ts'
@@ -37,7 +37,8 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
   const capacity = context ?? Math.min(2048, checkpoint.config.maxPositions)
   if (capacity > checkpoint.config.maxPositions)
     throw new RunInputError(`--context ${capacity} exceeds the model's ${checkpoint.config.maxPositions} positions`)
-  const policy = policyModel(engine, checkpoint.config, checkpoint.weights)
+  const trainer = new Trainer(engine, checkpoint.config, checkpoint.weights)
+  const policy = trainer.model
   const batch = new DecodeBatch(policy, { rows: 1, capacity, compact: true })
   const scheduler = new Scheduler(batch, { maxQueue: 1 })
   return {
@@ -94,7 +95,7 @@ export function localDecoder(engine: Engine, checkpoint: Checkpoint, name: strin
     async close() {
       await scheduler.close(0)
       await batch.close()
-      await policy.release()
+      await trainer.release()
     },
   }
 }

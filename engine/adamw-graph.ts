@@ -1,6 +1,6 @@
 // AdamW, global-norm clipping and a finiteness guard as nodes of a train graph. The graph's outputs are the new
 // parameters and moments, never the gradients, so that a trainer keeps its state where the engine runs (the
-// run replaces the kept tensors with them, see RunOptions.replaces). The JS AdamW of optimizer.ts is the
+// run writes them into the kept tensors' memory, RunOptions.inPlace). The JS AdamW of optimizer.ts is the
 // reference this equals (test/policy/trainer.test.ts).
 import type { Builder } from './builder.ts'
 import { isFloat } from './dtype.ts'

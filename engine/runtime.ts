@@ -62,13 +62,6 @@ export interface RunOptions {
   inPlace?: Readonly<Record<string, string>>
   /** Outputs written into kept tensors after the run instead of being returned (see `KeptWrite`). */
   writes?: Readonly<Record<string, KeptWrite>>
-  /**
-   * Outputs that become the new value of a kept feed of this run (output name → that feed's name), after the
-   * run: the kept tensor is replaced by the output, of the same dtype and shape, and the output is not returned.
-   * Unlike `inPlace`, the run reads the old value anywhere it likes (a train step's new weights and moments,
-   * computed from the old ones). A feed kept by rows (`KeptFeeds.rows`) cannot be replaced.
-   */
-  replaces?: Readonly<Record<string, string>>
 }
 
 /**
@@ -214,10 +207,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       const fetches = options.fetches ?? s.outputNames
       const inPlace = options.inPlace ?? {}
       const writes = options.writes ?? {}
-      const replaces = replacedTensors(options.replaces ?? {}, options.kept, kept, model.id)
-      const stray = [...Object.keys(inPlace), ...Object.keys(writes), ...Object.keys(replaces)].filter(
-        (n) => !fetches.includes(n),
-      )
+      const stray = [...Object.keys(inPlace), ...Object.keys(writes)].filter((n) => !fetches.includes(n))
       if (stray.length > 0)
         throw new EngineRuntimeError(
           `model ${model.id.slice(0, 12)}: outputs [${stray.join(', ')}] to keep are not among the fetches`,
@@ -243,19 +233,14 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
         throw new EngineRuntimeError(`model ${model.id.slice(0, 12)} run failed: ${messageOf(error)}`)
       }
       const result: Fetches = {}
-      const replacing: Array<[Replaced, TensorData]> = []
       for (const name of fetches) {
         const t = out[name]!
         const data: TensorData = { dtype: t.type as DType, dims: [...t.dims], data: t.data as TensorData['data'] }
         const write = writes[name]
-        const replaced = replaces[name]
         if (write) writeSlices(data, keptTensor(kept, write), write, name)
-        else if (replaced) replacing.push([checkedReplacement(replaced, data, name), data])
         else if (!(name in inPlace)) result[name] = data
         t.dispose?.()
       }
-      // all or none: every replacement was checked before the first is made
-      for (const [to, data] of replacing) to.held[to.name] = data
       return result
     },
 
@@ -379,44 +364,6 @@ function heldBy(kept: ReadonlyMap<number, Feeds>, handle: KeptFeeds): Feeds {
   if (!held)
     throw new EngineRuntimeError(`kept feeds ${handle.id} are not in this engine (forgotten, or kept elsewhere)`)
   return held
-}
-
-/** Where each output of `replaces` goes: the held tensors of the run's kept handle that holds its feed. */
-interface Replaced {
-  held: Feeds
-  name: string
-}
-
-function replacedTensors(
-  replaces: Readonly<Record<string, string>>,
-  handles: KeptFeeds | readonly KeptFeeds[] | undefined,
-  kept: ReadonlyMap<number, Feeds>,
-  model: string,
-): Record<string, Replaced> {
-  const out: Record<string, Replaced> = {}
-  const list = handles === undefined ? [] : 'id' in handles ? [handles] : handles
-  for (const [output, name] of Object.entries(replaces)) {
-    const handle = list.find((h) => h.names.includes(name))
-    if (!handle)
-      throw new EngineRuntimeError(`model ${model.slice(0, 12)}: output ${output} replaces ${name}, not a kept feed`)
-    if (handle.rows !== undefined)
-      throw new EngineRuntimeError(
-        `model ${model.slice(0, 12)}: output ${output} replaces ${name}, kept by rows (${handle.rows})`,
-      )
-    out[output] = { held: heldBy(kept, handle), name }
-  }
-  return out
-}
-
-/** `to`, once `output` is checked to have the dtype and shape of the kept tensor it replaces. */
-function checkedReplacement(to: Replaced, output: TensorData, outputName: string): Replaced {
-  const old = to.held[to.name] as TensorData
-  if (old.dtype !== output.dtype || formatShape(old.dims) !== formatShape(output.dims))
-    throw new EngineRuntimeError(
-      `output ${outputName} ${output.dtype}${formatShape(output.dims)} cannot replace kept tensor ${to.name} ` +
-        `${old.dtype}${formatShape(old.dims)}`,
-    )
-  return to
 }
 
 function keptTensor(kept: ReadonlyMap<number, Feeds>, write: KeptWrite): TensorData {

@@ -77,7 +77,7 @@ const EXTERNAL_DATA_BYTES = 1.5 * 2 ** 30
  * engine, and the weights that never change baked into every session.
  */
 export interface ModelParameters {
-  /** The trained tensors (every weight, or the LoRA adapters), kept in the engine; a step replaces them there. */
+  /** The trained tensors (every weight, or the LoRA adapters), kept in the engine; a step writes them there. */
   kept(): Promise<KeptFeeds>
   /** Copies of the trained tensors as they are now (float32). */
   trained(): Promise<Map<string, Float32Array>>

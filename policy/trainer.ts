@@ -1,8 +1,9 @@
 // The one owner of a policy's trainable state on an engine: the trained tensors (every weight, or LoRA
 // adapters over a base baked into the sessions), AdamW's moments and its step count, all kept where the engine
-// runs. A step is one run of a train graph with the optimizer inside (engine/adamw-graph.ts): the run replaces
-// the kept tensors with their new values, so nothing but the batch and a few scalars goes in and nothing but
-// scalars comes back. The tensors come back only when asked (`trained`, `optimizerState`: checkpoints).
+// runs. A step is one run of a train graph with the optimizer inside (engine/adamw-graph.ts) that writes the new
+// values into the kept tensors' own memory (RunOptions.inPlace: every read of a weight or moment is an ancestor of
+// the guard that writes it, which needs every gradient), so nothing but the batch and a few scalars goes in, nothing
+// but scalars comes back, and ORT allocates no second copy of the state. The tensors come back only when asked (`trained`, `optimizerState`: checkpoints).
 import {
   ADAMW_IO,
   type AdamWGraphConfig,
@@ -160,7 +161,7 @@ export class Trainer implements ModelParameters {
 
   /**
    * One optimizer step: a single run computes the loss, the gradients, the global norm, clipping and AdamW and
-   * replaces the trained tensors and the moments with their new values where the engine keeps them. A
+   * writes the new trained tensors and moments into their memory where the engine keeps them. A
    * non-finite loss or gradient norm changes nothing (the graph's guard) and throws NonFiniteLossError.
    */
   async step(train: ModelHandle, feeds: Feeds, settings: StepSettings): Promise<TrainStepResult> {
@@ -173,14 +174,14 @@ export class Trainer implements ModelParameters {
     })
     const all: Feeds = { ...feeds }
     for (const [name, value] of Object.entries(scalars)) all[name] = this.model.float([], [value])
-    const replaces: Record<string, string> = {}
+    const inPlace: Record<string, string> = {}
     for (const { name } of this.#specs)
-      for (const n of [name, ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)]) replaces[ADAMW_IO.next(n)] = n
+      for (const n of [name, ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)]) inPlace[ADAMW_IO.next(n)] = n
     const fetches = train.outputNames.filter((n) => n !== IO.tokenLogprobs)
     const out = await this.#engine.run(train, all, {
       kept: [await this.#trained, await this.#momentsKept()],
       fetches,
-      replaces,
+      inPlace,
     })
     const loss = Number(out[IO.loss]?.data[0])
     const gradNorm = Number(out[ADAMW_IO.gradNorm]?.data[0])
@@ -240,7 +241,8 @@ export class Trainer implements ModelParameters {
       }
     }
     const old = this.#moments
-    this.#moments = names.length > 0 ? this.#keepMoments(tensors) : this.#zeroMoments()
+    // no moments stored: zeros, made in the engine at the next step (nothing held until then)
+    this.#moments = names.length > 0 ? this.#keepMoments(tensors) : undefined
     await this.#moments
     this.#step = state?.step ?? 0
     if (old) await this.#engine.forget(await old)
@@ -271,7 +273,7 @@ export class Trainer implements ModelParameters {
     const feeds: Feeds = {}
     for (const { name, shape } of this.#specs)
       for (const n of [ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)])
-        feeds[n] = this.model.float(shape, tensors[n] as Float32Array)
+        feeds[n] = this.model.float(shape, (tensors[n] as Float32Array | Float64Array).slice())
     return this.#engine.keep(feeds)
   }
 
@@ -280,7 +282,8 @@ export class Trainer implements ModelParameters {
     for (const { name, shape } of this.#specs) {
       const w = values.get(name)
       if (!w) throw new TrainerError(`${this.lora ? 'adapter tensor' : 'weight'} ${name} is missing`)
-      feeds[name] = this.model.float(shape, w)
+      // a copy: a step writes into what the engine keeps, and a local engine keeps the arrays it is given
+      feeds[name] = this.model.float(shape, this.model.dtype === 'float32' ? w.slice() : w)
     }
     return this.#engine.keep(feeds)
   }
@@ -290,7 +293,10 @@ function float32(data: Float32Array | Float64Array): Float32Array {
   return data instanceof Float32Array ? data : Float32Array.from(data)
 }
 
-/** A model for inference over these weights (a trainer that is never stepped): serving, evaluation, export. */
+/**
+ * A model for inference over these weights (a trainer that is never stepped), for scripts and tests: the weights it
+ * keeps go with the engine. A long-lived process holds the Trainer instead, and releases it (`trainer.release()`).
+ */
 export function policyModel(
   engine: Engine,
   config: ModelConfig,

@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
-import { policyModel } from '../policy/trainer.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { createServeMetrics, type ServeMetrics } from './metrics.ts'
 import { type DecodeStepper, Scheduler } from './scheduler.ts'
 import { servedModel } from './served-model.ts'
@@ -50,7 +50,8 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
   const model = servedModel(checkpoint, options.name)
   const rows = options.rows ?? DEFAULT_BATCH_ROWS
   const context = options.context ?? Math.min(DEFAULT_CONTEXT, checkpoint.config.maxPositions)
-  const policy = policyModel(engine, checkpoint.config, checkpoint.weights)
+  const trainer = new Trainer(engine, checkpoint.config, checkpoint.weights)
+  const policy = trainer.model
   const batch = new DecodeBatch(policy, { rows, capacity: context, sampling: 'auto', compact: true })
   const metrics = createServeMetrics()
   const scheduler = new Scheduler(options.wrapBatch ? options.wrapBatch(batch) : batch, {
@@ -73,7 +74,7 @@ export async function serveCheckpoint(engine: Engine, checkpoint: Checkpoint, op
     async close(graceMs: number) {
       await server.close(graceMs)
       await batch.close()
-      await policy.release()
+      await trainer.release()
     },
   }
 }

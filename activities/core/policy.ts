@@ -130,7 +130,8 @@ export function loadPolicy(
         lora: { config: lora.config, adapters: lora.adapters },
       })
     : new Trainer(engine, checkpoint.config, checkpoint.weights, layout)
-  return { trainer, model: trainer.model, codec, checkpoint }
+  // the trainer holds the weights now (a LoRA base stays referenced by it): the policy keeps the rest of the checkpoint
+  return { trainer, model: trainer.model, codec, checkpoint: { ...checkpoint, weights: new Map() } }
 }
 
 /** The model options of a run config's engine settings. */

@@ -125,11 +125,8 @@ export function phaseReaders(
       const scope = activityPolicies.getStore()
       const at = scope?.indexOf(policy) ?? -1
       if (at >= 0) scope?.splice(at, 1)
-      // the trainer holds the weights: the checkpoint's own arrays are not needed to write the next one; its
-      // sessions go (their memory arenas keep a phase's peak, GBs on SmolLM2): the next phase loads them again
+      // its sessions go (their memory arenas keep a phase's peak, GBs on SmolLM2): the next phase loads them again
       await policy.model.release()
-      const { lora: _lora, ...rest } = policy.checkpoint
-      policy.checkpoint = { ...rest, weights: new Map() }
       await residency.policies.keep(key, { policy, ...(optimizer ? { optimizer } : {}) })
     },
     async snapshot(ref: ArtifactRef): Promise<Snapshot> {

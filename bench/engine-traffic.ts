@@ -12,14 +12,14 @@
 //   SEEDFLOW_BEFORE_TREE=/elsewhere node --import tsx bench/engine-traffic.ts main
 //   git worktree remove /tmp/seedflow-before
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createWorkerEngine } from '../engine/index.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
 import { meanNll } from '../policy/losses.ts'
 import { Trainer } from '../policy/trainer.ts'
+import { BEFORE_TREE, childOrReport, say } from './before-after.ts'
 import {
   DECODE,
   measureTraffic,
@@ -30,9 +30,7 @@ import {
   type TrafficTree,
 } from './engine-traffic-measure.ts'
 
-const BEFORE_TREE = process.env.SEEDFLOW_BEFORE_TREE ?? '/tmp/seedflow-before'
 const OUT = fileURLToPath(new URL('results/engine-traffic', import.meta.url))
-const say = (line: string) => process.stdout.write(`${line}\n`)
 
 /** This tree: a Trainer over the worker engine. */
 const afterTree: TrafficTree = {
@@ -155,20 +153,7 @@ function render(report: Report): string {
 }
 
 async function main(): Promise<void> {
-  const at = process.argv.indexOf('--child')
-  if (at >= 0) {
-    say(JSON.stringify(await measureTraffic(afterTree, process.argv[at + 1] as string)))
-    return
-  }
-  if (process.argv.includes('--report')) {
-    await writeFile(`${OUT}.md`, render(JSON.parse(await readFile(`${OUT}.json`, 'utf8')) as Report))
-    say(`wrote ${OUT}.md from ${OUT}.json`)
-    return
-  }
-  if (!existsSync(`${BEFORE_TREE}/policy/train-step.ts`))
-    throw new Error(
-      `no tree before the trainer at ${BEFORE_TREE}: git worktree add ${BEFORE_TREE} f9489c5 (see the header)`,
-    )
+  if (await childOrReport(OUT, (key) => measureTraffic(afterTree, key), render)) return
   const keys = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(TRAFFIC_MODELS)
   const load = { before: loadavg() }
   const results: Array<{ key: string; before: TrafficResult; after: TrafficResult }> = []

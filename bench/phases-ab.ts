@@ -15,7 +15,6 @@
 //   node --import tsx bench/phases-ab.ts               # BENCH_REPEATS=3 children per tree
 //   SEEDFLOW_BEFORE_TREE=/elsewhere BENCH_REPEATS=5 node --import tsx bench/phases-ab.ts
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -33,18 +32,17 @@ import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../policy/tokenizer.ts'
 import { runConfig } from '../seed/config.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
+import { BEFORE_TREE, childOrReport, say } from './before-after.ts'
 import { TRAFFIC_MODELS } from './engine-traffic-measure.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
-const BEFORE_TREE = process.env.SEEDFLOW_BEFORE_TREE ?? '/tmp/seedflow-before'
 const AFTER_TREE = fileURLToPath(new URL('..', import.meta.url))
 const INPUTS = join(tmpdir(), 'seedflow-phases-ab-inputs.json')
 const OUT = fileURLToPath(new URL('results/phases-ab', import.meta.url))
 const SKILL = 'Push the box X toward the target O; never push it into a corner.'
 /** The rescore phase's batch (activities/phases/rescore.ts). */
 const RESCORE_BATCH = 64
-const say = (line: string) => process.stdout.write(`${line}\n`)
 
 interface Inputs {
   checkpoint: Omit<Checkpoint, 'weights'> & { weights: Record<string, string> }
@@ -265,20 +263,7 @@ function render(report: Report): string {
 }
 
 async function main(): Promise<void> {
-  const at = process.argv.indexOf('--child')
-  if (at >= 0) {
-    say(JSON.stringify(await child(process.argv[at + 1] as string)))
-    return
-  }
-  if (process.argv.includes('--report')) {
-    await writeFile(`${OUT}.md`, render(JSON.parse(await readFile(`${OUT}.json`, 'utf8')) as Report))
-    say(`wrote ${OUT}.md from ${OUT}.json`)
-    return
-  }
-  if (!existsSync(`${BEFORE_TREE}/policy/train-step.ts`))
-    throw new Error(
-      `no tree before the trainer at ${BEFORE_TREE}: git worktree add ${BEFORE_TREE} f9489c5 (see the header)`,
-    )
+  if (await childOrReport(OUT, child, render)) return
   const inputs = prepare()
   await writeFile(INPUTS, JSON.stringify(inputs))
   const samples = inputs.trajectories.reduce((n, t) => n + t.steps.length, 0)

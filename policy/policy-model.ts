@@ -177,9 +177,7 @@ export class PolicyModel {
   }
 
   scoreModel(): Promise<ModelHandle> {
-    return this.#session('score', () =>
-      buildScoreGraph(this.config, this.dtype, { ...this.graphOptions, ...(this.lora ? { lora: this.lora } : {}) }),
-    )
+    return this.#session('score', () => buildScoreGraph(this.config, this.dtype, this.#layout()))
   }
 
   forwardModel(): Promise<ModelHandle> {
@@ -191,9 +189,7 @@ export class PolicyModel {
    * are shared by graph: a loss builder made again for the next phase finds the session of the last.
    */
   trainModel(lossBuilder: LossBuilder, optimizer: AdamWGraphConfig): Promise<ModelHandle> {
-    const options = { ...this.graphOptions, ...(this.lora ? { lora: this.lora } : {}) }
-    const graph = buildTrainGraph(this.config, lossBuilder, this.dtype, options, optimizer)
-    return this.#session(`train/${modelId(encodeModel(graph))}`, () => graph)
+    return this.#graphSession('train', buildTrainGraph(this.config, lossBuilder, this.dtype, this.#layout(), optimizer))
   }
 
   /**
@@ -201,9 +197,7 @@ export class PolicyModel {
    * trained tensor, which are its inputs (fed, or kept: `parameters.kept()`). For gradient checks and analysis.
    */
   gradientModel(lossBuilder: LossBuilder): Promise<ModelHandle> {
-    const options = { ...this.graphOptions, ...(this.lora ? { lora: this.lora } : {}) }
-    const graph = buildTrainGraph(this.config, lossBuilder, this.dtype, options)
-    return this.#session(`gradients/${modelId(encodeModel(graph))}`, () => graph)
+    return this.#graphSession('gradients', buildTrainGraph(this.config, lossBuilder, this.dtype, this.#layout()))
   }
 
   /** The trained tensors as feeds in the model's dtype (copies): for a graph run fed by hand (gradient checks). */
@@ -302,6 +296,16 @@ export class PolicyModel {
     if (this.dtype === 'float64')
       return tensor('float64', dims, values instanceof Float64Array ? values : Float64Array.from(values))
     return tensor('float32', dims, values instanceof Float32Array ? values : Float32Array.from(values))
+  }
+
+  /** The layout of the score and train graphs, with the adapters where the model has them. */
+  #layout(): GraphOptions {
+    return this.lora ? { ...this.graphOptions, lora: this.lora } : this.graphOptions
+  }
+
+  /** The session of a graph built by the caller, keyed by its bytes: graphs built again find theirs. */
+  #graphSession(kind: string, graph: Graph): Promise<ModelHandle> {
+    return this.#session(`${kind}/${modelId(encodeModel(graph))}`, () => graph)
   }
 
   /** The session of `key`, built once with the rotary tables and the base baked in. */

@@ -3,7 +3,8 @@
 // runs. A step is one run of a train graph with the optimizer inside (engine/adamw-graph.ts) that writes the new
 // values into the kept tensors' own memory (RunOptions.inPlace: every read of a weight or moment is an ancestor of
 // the guard that writes it, which needs every gradient), so nothing but the batch and a few scalars goes in, nothing
-// but scalars comes back, and ORT allocates no second copy of the state. The tensors come back only when asked (`trained`, `optimizerState`: checkpoints).
+// but scalars comes back, and ORT allocates no second copy of the state. The tensors come back only when asked
+// (`trained`, `optimizerState`: checkpoints).
 import {
   ADAMW_IO,
   type AdamWGraphConfig,
@@ -85,8 +86,7 @@ export class Trainer implements ModelParameters {
 
   /**
    * Keeps `weights` in the engine as the trained tensors, or with `lora` bakes them into the sessions as the
-   * base and keeps the adapters. The arrays given are not changed (a local engine keeps them as they are, and
-   * steps replace them).
+   * base and keeps the adapters. The arrays given are not changed: the engine keeps copies, which steps write.
    */
   constructor(
     engine: Engine,

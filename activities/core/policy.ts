@@ -130,8 +130,9 @@ export function loadPolicy(
         lora: { config: lora.config, adapters: lora.adapters },
       })
     : new Trainer(engine, checkpoint.config, checkpoint.weights, layout)
-  // the trainer holds the weights now (a LoRA base stays referenced by it): the policy keeps the rest of the checkpoint
-  return { trainer, model: trainer.model, codec, checkpoint: { ...checkpoint, weights: new Map() } }
+  // the trainer holds the weights and adapters now (a LoRA base stays referenced by it): the policy keeps the rest
+  const { lora: _held, ...rest } = checkpoint
+  return { trainer, model: trainer.model, codec, checkpoint: { ...rest, weights: new Map() } }
 }
 
 /** The model options of a run config's engine settings. */

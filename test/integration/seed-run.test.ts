@@ -243,16 +243,21 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
     assert.equal(recorded.manifest.key, 'manifest-1')
   })
 
-  it("sends snapshot, rescore and update to the train worker that keeps the policy, Stage 1's first", async () => {
+  /** A seed run of RESIDENT's, to its end: its handle and its train phases' calls, each with the queue it ran on. */
+  async function residentRun(runId: keyof typeof RESIDENT & string) {
     calls.length = 0
     const handle = await client.workflow.start(seedRun, {
       taskQueue: TASK_QUEUES.control,
-      workflowId: 'affinity-row',
-      args: [{ runId: 'affinity-row', config: plan('seed', { iterationsPerRun: 10, heartbeatTimeoutSeconds: 2 }) }],
+      workflowId: runId,
+      args: [{ runId, config: plan('seed', { iterationsPerRun: 10, heartbeatTimeoutSeconds: 2 }) }],
     })
     await handle.result()
+    return { handle, onTrain: inShardOrder(calls).filter((c) => /^(stage1|snapshot|rescore|update)/.test(c)) }
+  }
+
+  it("sends snapshot, rescore and update to the train worker that keeps the policy, Stage 1's first", async () => {
+    const { handle, onTrain } = await residentRun('affinity-row')
     const keeper = RESIDENT['affinity-row']
-    const onTrain = inShardOrder(calls).filter((c) => /^(stage1|snapshot|rescore|update)/.test(c))
     assert.deepEqual(onTrain, [
       `stage1@${TASK_QUEUES.train}`,
       ...[0, 1].flatMap((k) => [
@@ -269,14 +274,7 @@ describe('seedRun and seedIteration on the real dev server (stand-in activities)
   })
 
   it('sends them to the train queue when no worker takes them on the queue of one that is gone', async () => {
-    calls.length = 0
-    const handle = await client.workflow.start(seedRun, {
-      taskQueue: TASK_QUEUES.control,
-      workflowId: 'gone-row',
-      args: [{ runId: 'gone-row', config: plan('seed', { iterationsPerRun: 10, heartbeatTimeoutSeconds: 2 }) }],
-    })
-    await handle.result()
-    const onTrain = inShardOrder(calls).filter((c) => /^(stage1|snapshot|rescore|update)/.test(c))
+    const { onTrain } = await residentRun('gone-row')
     assert.ok(onTrain.length === 7, onTrain.join('\n'))
     for (const c of onTrain) assert.ok(c.endsWith(`@${TASK_QUEUES.train}`), c)
     // each phase sent to the gone worker's queue timed out there unstarted, then ran on the train queue

@@ -245,6 +245,12 @@ program
   )
   .addOption(
     new Option(
+      '--profile <path>',
+      "write this worker's profile (JSON, rewritten after each activity): wall time and peak memory per activity, wall time and bytes per model run",
+    ).env('SEEDFLOW_PROFILE'),
+  )
+  .addOption(
+    new Option(
       '--heartbeat-timeout <seconds>',
       'heartbeat timeout of the model-bound activities of runs this worker plans (default 300): how soon the activity of a dead worker is retried',
     )

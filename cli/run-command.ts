@@ -103,6 +103,8 @@ export async function runCommand(configPath: string | undefined, options: { runI
         store: withStoreFaults(store),
         phaseHooks: phaseFaultHooks,
         runId, // its own run only: another run's work on the shared queues is never taken (nor interrupted)
+        // where its wall time and memory go, per activity and model run (workers/profile.ts)
+        ...(process.env.SEEDFLOW_PROFILE ? { profilePath: process.env.SEEDFLOW_PROFILE } : {}),
       })
       creating.catch(() => {}) // settles after the watch has won: nothing is left to tell
       local = await Promise.race([creating, reachable.lost])

@@ -23,6 +23,7 @@ export interface WorkerCommandOptions {
   /** Serve this run only (its own queues, runTaskQueue): resumes a `seedflow run` that was interrupted. */
   run?: string
   countersFile?: string
+  profile?: string
   heartbeatTimeout?: number
   episodesPerShard?: number
   modelActivities?: number
@@ -74,6 +75,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
     queues,
     ...(options.run !== undefined ? { runId: options.run } : {}),
     ...(counters ? { counters } : {}),
+    ...(options.profile ? { profilePath: options.profile } : {}),
     ...(provider === 'cpu' ? {} : { executionProviders: [provider, 'cpu'] as const }),
     ...(metrics ? { activityInterceptors: [metrics.activityInterceptor] } : {}),
     ...(options.heartbeatTimeout ? { heartbeatTimeoutSeconds: options.heartbeatTimeout } : {}),
@@ -90,6 +92,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   if (served && port !== undefined)
     say(`metrics at http://${host}:${served.port}/metrics, the Temporal SDK's at http://${host}:${port + 1}/metrics`)
   if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)
+  if (options.profile) say(`profile written to ${options.profile} after each activity`)
   if (faults.length > 0) say(`fault injection armed: ${faults.map((f) => f.spec).join(', ')}`)
   try {
     await Promise.all(local.workers.map((w) => w.run())) // the SDK shuts down gracefully on SIGINT / SIGTERM

@@ -27,6 +27,12 @@ export const ADAMW_IO = {
   gradNorm: 'grad_norm',
   /** Whether the loss and the gradient norm were finite, i.e. whether the step changed anything. */
   finite: 'finite',
+  /** A parameter's gradient as the step uses it, before clipping (`outputGradients`). */
+  gradient: (param: string) => `${param}.gradient`,
+  /** A parameter's gradient summed over the micro-batches of a step so far (gradient accumulation). */
+  gradientSum: (param: string) => `${param}.grad_sum`,
+  /** The weight of a micro-batch's loss in the step's: its share of the batch (gradient accumulation). */
+  lossScale: 'loss_scale',
 } as const
 
 export interface AdamWGraphConfig {
@@ -35,7 +41,7 @@ export interface AdamWGraphConfig {
   eps?: number
   /** Parameters excluded from weight decay (norm scales), by name. */
   noDecay?: (name: string) => boolean
-  /** Output the gradients too (`<param>_grad`): a test holds the update to the JS AdamW on the same gradients. */
+  /** Output the gradients too (ADAMW_IO.gradient): a test holds the update to the JS AdamW on the same gradients. */
   outputGradients?: boolean
 }
 
@@ -91,7 +97,7 @@ export function appendAdamW(
   const clip = op.Where(op.LessOrEqual(norm, maxNorm), op.scalar(1, dtype), op.Div(maxNorm, op.Add(norm, 1e-6)))
   if (config.outputGradients)
     grads.forEach((g, i) => {
-      op.output(g, `${(params[i] as Value).name}_grad`)
+      op.output(op.Identity(g), ADAMW_IO.gradient((params[i] as Value).name))
     })
 
   params.forEach((p, i) => {

@@ -15,7 +15,13 @@ export {
   type Value,
   type ValueInfo,
 } from './ir.ts'
-export { type EngineTraffic, type MeteredEngine, meteredEngine } from './metered.ts'
+export {
+  type EngineTraffic,
+  type MeteredEngine,
+  type MeterOptions,
+  type ModelTraffic,
+  meteredEngine,
+} from './metered.ts'
 export { type ModelFile, writeModelFiles } from './model-files.ts'
 export { encodeModel, externalLayout, IR_VERSION, OPSET } from './onnx.ts'
 export { NONDIFFERENTIABLE, type OpDef, type VjpContext, type VjpFn } from './op-def.ts'

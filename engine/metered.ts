@@ -1,7 +1,8 @@
 // An engine that counts what crosses into and out of the engine it wraps: the bytes of every feed, kept tensor,
 // model and fetch. What a benchmark reports as "bytes sent per step" and what a test checks ("a LoRA decode
-// feeds no base weight") both read these counters, so they measure the calls the product makes.
-import type { Engine } from './runtime.ts'
+// feeds no base weight") both read these counters, so they measure the calls the product makes; a worker's
+// profile (workers/profile.ts) reads their per-model wall times.
+import type { Engine, ModelHandle } from './runtime.ts'
 import type { Feeds, TensorData } from './tensor.ts'
 
 /** Counters since the engine was made (or `reset`). */
@@ -19,6 +20,27 @@ export interface EngineTraffic {
   readBytes: number
   /** Every feed name a run sent, with how many runs sent it. */
   fedNames: Map<string, number>
+  /** Per tag (`MeterOptions.tag`) and model: runs, wall time and bytes, for a profile of where runs go. */
+  models: Map<string, ModelTraffic>
+}
+
+/** The runs of one model under one tag. */
+export interface ModelTraffic {
+  tag: string
+  /** The model's id (sha256 of its bytes, or of its file). */
+  model: string
+  /** Its output names: what kind of graph it is (a train step's `loss`, a decode step's `present.*`). */
+  outputs: readonly string[]
+  runs: number
+  /** Wall milliseconds of its runs as the caller waited for them (a worker engine's queue included). */
+  ms: number
+  fedBytes: number
+  fetchedBytes: number
+}
+
+export interface MeterOptions {
+  /** What the calling code is doing now (an activity's type): runs are also counted per tag and model. */
+  tag?: () => string | undefined
 }
 
 export interface MeteredEngine extends Engine {
@@ -35,6 +57,7 @@ const zero = (): EngineTraffic => ({
   fetchedBytes: 0,
   readBytes: 0,
   fedNames: new Map(),
+  models: new Map(),
 })
 
 function bytesOf(tensors: Feeds): number {
@@ -42,8 +65,18 @@ function bytesOf(tensors: Feeds): number {
 }
 
 /** Wraps `engine`; every call goes through unchanged and is counted. */
-export function meteredEngine(engine: Engine): MeteredEngine {
+export function meteredEngine(engine: Engine, options: MeterOptions = {}): MeteredEngine {
   let traffic = zero()
+  const modelTraffic = (model: ModelHandle): ModelTraffic => {
+    const tag = options.tag?.() ?? ''
+    const key = `${tag}\u0000${model.id}`
+    let t = traffic.models.get(key)
+    if (!t) {
+      t = { tag, model: model.id, outputs: model.outputNames, runs: 0, ms: 0, fedBytes: 0, fetchedBytes: 0 }
+      traffic.models.set(key, t)
+    }
+    return t
+  }
   return {
     get traffic() {
       return traffic
@@ -55,12 +88,20 @@ export function meteredEngine(engine: Engine): MeteredEngine {
       if (model instanceof Uint8Array) traffic.loadedBytes += model.byteLength
       return engine.load(model)
     },
-    async run(model, feeds, options) {
+    async run(model, feeds, runOptions) {
+      const fed = bytesOf(feeds)
       traffic.runs++
-      traffic.fedBytes += bytesOf(feeds)
+      traffic.fedBytes += fed
       for (const name of Object.keys(feeds)) traffic.fedNames.set(name, (traffic.fedNames.get(name) ?? 0) + 1)
-      const out = await engine.run(model, feeds, options)
-      traffic.fetchedBytes += bytesOf(out)
+      const per = modelTraffic(model)
+      const started = performance.now()
+      const out = await engine.run(model, feeds, runOptions)
+      const fetched = bytesOf(out)
+      traffic.fetchedBytes += fetched
+      per.runs++
+      per.ms += performance.now() - started
+      per.fedBytes += fed
+      per.fetchedBytes += fetched
       return out
     },
     async keep(feeds) {

@@ -3,6 +3,7 @@
 // by the caller from in-graph log-probs, plus every parameter's gradient). Weights are graph inputs named as
 // Hugging Face names them; every log-prob comes from logits × inv_temperature.
 import {
+  ADAMW_IO,
   type AdamWGraphConfig,
   appendAdamW,
   type Builder,
@@ -419,6 +420,13 @@ export type LossBuilder = (
 ) => { loss: Value; extra?: Record<string, Value> }
 
 /**
+ * A train graph of one micro-batch of a step (gradient accumulation, with an optimizer): `sum` adds the gradient
+ * of the micro-batch's loss, weighted by `loss_scale`, to the kept sums (`<name>.grad_sum` → `.next`, written in
+ * place); `apply` adds the last micro-batch's to them and takes the optimizer step on the total.
+ */
+export type Accumulation = 'sum' | 'apply'
+
+/**
  * Train: one run returns the loss, the per-token log-probs, any extra outputs of the loss builder (diagnostics)
  * and `<parameter>_grad` for every parameter. The entropy is computed only when the loss (or an extra output)
  * uses it: encoding drops the nodes no output needs, and the (B, T, V) passes it costs are not free.
@@ -433,6 +441,7 @@ export function buildTrainGraph(
   dtype: FloatType = 'float32',
   options: GraphOptions = {},
   optimizer?: AdamWGraphConfig,
+  accumulation?: Accumulation,
 ): Graph {
   const graph = new Graph('train')
   const op = createBuilder(graph)
@@ -446,6 +455,23 @@ export function buildTrainGraph(
     gradients(op, loss, trained)
     return graph
   }
-  appendAdamW(op, loss, trained, gradients(op, loss, trained, { outputs: false }), optimizer)
+  if (!accumulation) {
+    appendAdamW(op, loss, trained, gradients(op, loss, trained, { outputs: false }), optimizer)
+    return graph
+  }
+  // a micro-batch: the gradient of its share of the step's loss, added to the sums of the micro-batches before it
+  const scale = op.input(ADAMW_IO.lossScale, dtype, [])
+  const grads = gradients(op, loss, trained, { outputs: false, seed: scale })
+  const sums = grads.map((g, i) => {
+    const p = trained[i] as Value
+    return op.Add(op.input(ADAMW_IO.gradientSum(p.name), dtype, p.shape), g)
+  })
+  if (accumulation === 'sum') {
+    sums.forEach((sum, i) => {
+      op.output(sum, ADAMW_IO.next(ADAMW_IO.gradientSum((trained[i] as Value).name)))
+    })
+    return graph
+  }
+  appendAdamW(op, op.Mul(loss, scale), trained, sums, optimizer)
   return graph
 }

@@ -16,6 +16,7 @@ import {
 import type { ModelConfig } from './config.ts'
 import type { LoraConfig } from './lora.ts'
 import {
+  type Accumulation,
   buildDecodeGraph,
   buildForwardGraph,
   buildScoreGraph,
@@ -185,11 +186,15 @@ export class PolicyModel {
   }
 
   /**
-   * The train graph of `lossBuilder` with the optimizer inside (`optimizer`: engine/adamw-graph.ts). Sessions
-   * are shared by graph: a loss builder made again for the next phase finds the session of the last.
+   * The train graph of `lossBuilder` with the optimizer inside (`optimizer`: engine/adamw-graph.ts), or one of
+   * its micro-batch graphs (`accumulation`). Sessions are shared by graph: a loss builder made again for the next
+   * phase finds the session of the last.
    */
-  trainModel(lossBuilder: LossBuilder, optimizer: AdamWGraphConfig): Promise<ModelHandle> {
-    return this.#graphSession('train', buildTrainGraph(this.config, lossBuilder, this.dtype, this.#layout(), optimizer))
+  trainModel(lossBuilder: LossBuilder, optimizer: AdamWGraphConfig, accumulation?: Accumulation): Promise<ModelHandle> {
+    return this.#graphSession(
+      accumulation ? `train-${accumulation}` : 'train',
+      buildTrainGraph(this.config, lossBuilder, this.dtype, this.#layout(), optimizer, accumulation),
+    )
   }
 
   /**

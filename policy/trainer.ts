@@ -54,11 +54,28 @@ export class NonFiniteLossError extends Error {
   }
 }
 
+/**
+ * One part of a step's batch (gradient accumulation): its feeds and its loss's weight in the step's (≥ 0): shares
+ * summing to 1 (`shares`), or 1 each for losses that are already the parts of the batch's. The micro-batches' gradients are summed in the engine before the optimizer
+ * runs once on the total: the step of the whole batch up to float32 rounding when the loss is a mean the weights
+ * undo (a token mean over the mask, weighted by tokens), with the peak memory of one micro-batch.
+ */
+export interface MicroBatch {
+  feeds: Feeds
+  weight: number
+}
+
 /** A step's settings: the learning rate, the clipping norm, and weight decay (default 0.01). */
 export interface StepSettings {
   lr: number
   maxGradNorm?: number
   weightDecay?: number
+  /**
+   * How a batch split into micro-batches (`microBatchRows`) weighs them: by their tokens under the `mask` feed
+   * (default: a loss that is a token mean over it), by rows (a mean over sequences), or 1 each (`parts`: a loss
+   * whose graph is fed the whole batch's totals, so that each micro-batch's is its part of the batch's).
+   */
+  shares?: 'tokens' | 'rows' | 'parts'
 }
 
 /**
@@ -72,8 +89,18 @@ export const TRAINER_OPTIMIZER: AdamWGraphConfig = {
   noDecay: (name) => name.endsWith('norm.weight'),
 }
 
+export interface TrainerOptions extends PolicyModelOptions {
+  lora?: LoraAdapters
+  /**
+   * A step over a batch of more rows than this runs as micro-batches of at most this many (gradient accumulation,
+   * `splitRows`): the same step up to float32 rounding, with the peak memory of one micro-batch.
+   */
+  microBatchRows?: number
+}
+
 export class Trainer implements ModelParameters {
   readonly model: PolicyModel
+  readonly microBatchRows: number | undefined
   readonly base: ReadonlyMap<string, Float32Array>
   readonly lora?: LoraConfig
   readonly #engine: Engine
@@ -83,20 +110,20 @@ export class Trainer implements ModelParameters {
   #moments?: Promise<KeptFeeds>
   #step = 0
   #version = 0
+  /** Per train model (by id): its micro-batch graphs, made on first use. */
+  readonly #accumulating = new Map<string, () => Promise<{ sum: ModelHandle; apply: ModelHandle }>>()
 
   /**
    * Keeps `weights` in the engine as the trained tensors, or with `lora` bakes them into the sessions as the
    * base and keeps the adapters. The arrays given are not changed: the engine keeps copies, which steps write.
    */
-  constructor(
-    engine: Engine,
-    config: ModelConfig,
-    weights: Map<string, Float32Array>,
-    options: PolicyModelOptions & { lora?: LoraAdapters } = {},
-  ) {
+  constructor(engine: Engine, config: ModelConfig, weights: Map<string, Float32Array>, options: TrainerOptions = {}) {
     this.#engine = engine
     this.#config = config
-    const { lora, ...layout } = options
+    const { lora, microBatchRows, ...layout } = options
+    if (microBatchRows !== undefined && !(Number.isInteger(microBatchRows) && microBatchRows >= 1))
+      throw new TrainerError(`microBatchRows must be a positive integer, got ${microBatchRows}`)
+    this.microBatchRows = microBatchRows
     this.lora = lora?.config
     this.base = lora ? weights : new Map()
     this.model = new PolicyModel(engine, config, this, layout)
@@ -155,8 +182,21 @@ export class Trainer implements ModelParameters {
    * The train graph of `lossBuilder` with this trainer's optimizer inside (one session per loss form);
    * `outputGradients`: a step returns the gradients too (TrainStepResult.gradients).
    */
-  trainModel(lossBuilder: LossBuilder, options: { outputGradients?: boolean } = {}): Promise<ModelHandle> {
-    return this.model.trainModel(lossBuilder, { ...TRAINER_OPTIMIZER, ...options })
+  async trainModel(lossBuilder: LossBuilder, options: { outputGradients?: boolean } = {}): Promise<ModelHandle> {
+    const optimizer = { ...TRAINER_OPTIMIZER, ...options }
+    const train = await this.model.trainModel(lossBuilder, optimizer)
+    // the micro-batch graphs of the same loss, built when a step first has micro-batches
+    if (!this.#accumulating.has(train.id)) {
+      let graphs: Promise<{ sum: ModelHandle; apply: ModelHandle }> | undefined
+      this.#accumulating.set(train.id, () => {
+        graphs ??= Promise.all([
+          this.model.trainModel(lossBuilder, optimizer, 'sum'),
+          this.model.trainModel(lossBuilder, optimizer, 'apply'),
+        ]).then(([sum, apply]) => ({ sum, apply }))
+        return graphs
+      })
+    }
+    return train
   }
 
   /**
@@ -164,7 +204,75 @@ export class Trainer implements ModelParameters {
    * writes the new trained tensors and moments into their memory where the engine keeps them. A
    * non-finite loss or gradient norm changes nothing (the graph's guard) and throws NonFiniteLossError.
    */
-  async step(train: ModelHandle, feeds: Feeds, settings: StepSettings): Promise<TrainStepResult> {
+  async step(
+    train: ModelHandle,
+    batch: Feeds | readonly MicroBatch[],
+    settings: StepSettings,
+  ): Promise<TrainStepResult> {
+    const micro = Array.isArray(batch)
+      ? checkedMicroBatches(batch)
+      : splitRows(batch as Feeds, this.microBatchRows, settings.shares ?? 'tokens')
+    if (micro.length === 1) return this.#apply(train, (micro[0] as MicroBatch).feeds, settings)
+    const graphs = this.#accumulating.get(train.id)
+    if (!graphs)
+      throw new TrainerError('a step over micro-batches needs a train model made by this trainer (trainModel)')
+    const { sum, apply } = await graphs()
+    const shapes: Record<string, { dtype: 'float32' | 'float64'; dims: number[] }> = {}
+    for (const { name, shape } of this.#specs)
+      shapes[ADAMW_IO.gradientSum(name)] = { dtype: this.model.dtype, dims: shape }
+    const sums = await this.#engine.allocate(shapes)
+    try {
+      const inPlace: Record<string, string> = {}
+      for (const { name } of this.#specs)
+        inPlace[ADAMW_IO.next(ADAMW_IO.gradientSum(name))] = ADAMW_IO.gradientSum(name)
+      const weighted: Record<string, number> = {}
+      const add = (values: Record<string, number>, weight: number) => {
+        for (const [name, v] of Object.entries(values)) weighted[name] = (weighted[name] ?? 0) + weight * v
+      }
+      for (const { feeds, weight } of micro.slice(0, -1)) {
+        const out = await this.#engine.run(
+          sum,
+          { ...feeds, [ADAMW_IO.lossScale]: this.model.float([], [weight]) },
+          {
+            kept: [await this.#trained, sums],
+            fetches: sum.outputNames.filter((n) => n !== IO.tokenLogprobs),
+            inPlace,
+          },
+        )
+        const values = scalarsOf(out)
+        // nothing has changed yet: the sums are dropped below
+        if (!Number.isFinite(values[IO.loss]))
+          throw new NonFiniteLossError(`train step: loss is ${values[IO.loss]}; weights left unchanged`, values)
+        add(values, weight)
+      }
+      const last = micro.at(-1) as MicroBatch
+      const result = await this.#apply(
+        apply,
+        { ...last.feeds, [ADAMW_IO.lossScale]: this.model.float([], [last.weight]) },
+        settings,
+        sums,
+        (values) => {
+          add(values, last.weight)
+          return weighted
+        },
+      )
+      return result
+    } finally {
+      await this.#engine.forget(sums)
+    }
+  }
+
+  /**
+   * The optimizer's run: the whole batch, or the last micro-batch over `sums` (then `combine` turns its scalar
+   * outputs into the step's, weighted over the micro-batches).
+   */
+  async #apply(
+    train: ModelHandle,
+    feeds: Feeds,
+    settings: StepSettings,
+    sums?: KeptFeeds,
+    combine: (values: Record<string, number>) => Record<string, number> = (values) => values,
+  ): Promise<TrainStepResult> {
     const maxGradNorm = settings.maxGradNorm ?? 1
     const scalars = adamwScalars(this.#step + 1, settings.lr, {
       beta1: TRAINER_OPTIMIZER.beta1,
@@ -179,17 +287,13 @@ export class Trainer implements ModelParameters {
       for (const n of [name, ADAMW_IO.firstMoment(name), ADAMW_IO.secondMoment(name)]) inPlace[ADAMW_IO.next(n)] = n
     const fetches = train.outputNames.filter((n) => n !== IO.tokenLogprobs)
     const out = await this.#engine.run(train, all, {
-      kept: [await this.#trained, await this.#momentsKept()],
+      kept: [await this.#trained, await this.#momentsKept(), ...(sums ? [sums] : [])],
       fetches,
       inPlace,
     })
-    const loss = Number(out[IO.loss]?.data[0])
     const gradNorm = Number(out[ADAMW_IO.gradNorm]?.data[0])
     const finite = Number(out[ADAMW_IO.finite]?.data[0]) === 1
-    const outputs: Record<string, number> = {}
-    for (const [name, t] of Object.entries(out))
-      if (t.dims.length === 0 && name !== IO.loss && name !== ADAMW_IO.gradNorm && name !== ADAMW_IO.finite)
-        outputs[name] = Number(t.data[0])
+    const { [IO.loss]: loss = Number.NaN, ...outputs } = combine(scalarsOf(out))
     if (!Number.isFinite(loss))
       throw new NonFiniteLossError(`train step: loss is ${loss}; weights left unchanged`, { ...outputs, loss })
     if (!finite || !Number.isFinite(gradNorm))
@@ -201,7 +305,7 @@ export class Trainer implements ModelParameters {
     this.#step++
     this.#version++
     const gradients = this.#specs.flatMap(({ name }) => {
-      const g = out[`${name}_grad`]
+      const g = out[ADAMW_IO.gradient(name)]
       return g ? [[name, float32(g.data as Float32Array | Float64Array)] as const] : []
     })
     return { loss, gradNorm, outputs, ...(gradients.length > 0 ? { gradients: new Map(gradients) } : {}) }
@@ -287,6 +391,67 @@ export class Trainer implements ModelParameters {
     }
     return this.#engine.keep(feeds)
   }
+}
+
+/** The scalar outputs of a step's run but the optimizer's own (gradient norm, finiteness): the loss and diagnostics. */
+function scalarsOf(out: Feeds): Record<string, number> {
+  const values: Record<string, number> = {}
+  for (const [name, t] of Object.entries(out))
+    if (t.dims.length === 0 && name !== ADAMW_IO.gradNorm && name !== ADAMW_IO.finite) values[name] = Number(t.data[0])
+  return values
+}
+
+function checkedMicroBatches(batch: readonly MicroBatch[]): readonly MicroBatch[] {
+  if (batch.length === 0) throw new TrainerError('a step needs at least one micro-batch')
+  if (!batch.every((m) => Number.isFinite(m.weight) && m.weight >= 0))
+    throw new TrainerError(`micro-batch weights must be finite and ≥ 0, got ${batch.map((m) => m.weight).join(', ')}`)
+  return batch
+}
+
+/**
+ * Micro-batch weights: each one's share of the total of `sizes` (its tokens under the loss's mask for a token
+ * mean, its rows for a mean over sequences), so that the weighted micro-batch losses sum to the batch's loss.
+ */
+export function shares(sizes: readonly number[]): number[] {
+  const total = sizes.reduce((a, b) => a + b, 0)
+  return sizes.map((n) => (total > 0 ? n / total : 1 / sizes.length))
+}
+
+/**
+ * A batch's feeds as micro-batches of at most `rows` rows: every feed whose first axis is the batch's (IO.ids') is
+ * cut along it (views, nothing copied), the others (scalars) go to each. One micro-batch when `rows` is absent or
+ * the batch fits.
+ */
+export function splitRows(
+  feeds: Feeds,
+  rows: number | undefined,
+  by: 'tokens' | 'rows' | 'parts' = 'tokens',
+): MicroBatch[] {
+  const B = feeds[IO.ids]?.dims[0]
+  if (rows === undefined || B === undefined || B <= rows) return [{ feeds, weight: 1 }]
+  const parts: Feeds[] = []
+  for (let from = 0; from < B; from += rows) {
+    const to = Math.min(B, from + rows)
+    const part: Feeds = {}
+    for (const [name, t] of Object.entries(feeds)) {
+      if (t.dims[0] !== B || t.dims.length === 0) {
+        part[name] = t
+        continue
+      }
+      const row = t.dims.slice(1).reduce((a, b) => a * b, 1)
+      part[name] = { ...t, dims: [to - from, ...t.dims.slice(1)], data: t.data.subarray(from * row, to * row) }
+    }
+    parts.push(part)
+  }
+  const size = (part: Feeds) => {
+    const mask = part.mask?.data as ArrayLike<number> | undefined
+    if (by === 'rows' || !mask) return part[IO.ids]?.dims[0] ?? 0
+    let n = 0
+    for (let i = 0; i < mask.length; i++) n += mask[i] as number
+    return n
+  }
+  const weights = by === 'parts' ? parts.map(() => 1) : shares(parts.map(size))
+  return parts.map((p, i) => ({ feeds: p, weight: weights[i] as number }))
 }
 
 function float32(data: Float32Array | Float64Array): Float32Array {

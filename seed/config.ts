@@ -374,7 +374,7 @@ const Retention = z.strictObject({
 })
 
 /**
- * How the policy's graphs run (speed and memory, not results): both switches leave every computed value the
+ * How the policy's graphs run (speed and memory, not results): every switch leaves every computed value the
  * same up to float32 rounding (docs/benchmarks.md §6.4, §6.5).
  */
 const EngineSettings = z.strictObject({
@@ -388,6 +388,13 @@ const EngineSettings = z.strictObject({
    * policy version (`frozen`: less CPU per token, a session load per version; not with LoRA adapters).
    */
   decodeWeights: z.enum(['inputs', 'frozen']).default('inputs'),
+  /**
+   * Each optimizer step over a batch of more sequences than this runs as micro-batches of at most this many, their
+   * gradients summed in the engine before the one AdamW step (gradient accumulation, weighted by tokens): the
+   * same step up to float32 rounding, with the activations of one micro-batch (docs/benchmarks.md §2). Absent:
+   * the whole batch at once.
+   */
+  microBatchSize: positiveInt().optional(),
 })
 
 export const ENGINE_DEFAULTS: Readonly<z.infer<typeof EngineSettings>> = Object.freeze(EngineSettings.parse({}))

@@ -39,26 +39,50 @@ export type Aggregation = (typeof AGGREGATIONS)[number]
 export interface TokenMask {
   /** 1 on response tokens, 0 on padding; (B, T). */
   mask: Value
+  /**
+   * When the graph sees one part of a batch (a micro-batch, policy/trainer.ts): Σ mask over the whole batch, the
+   * token means' denominator, so that the parts' losses and diagnostics add up to the batch's. Absent: this graph's.
+   */
+  maskTotal?: Value
+  /** The same for the means over sequences: the whole batch's number of rows. */
+  rowsTotal?: Value
 }
 
-/** Σ(x·mask) / (Σmask + ε): a scalar. */
-export function maskedMean(op: Builder, x: Value, mask: Value): Value {
-  const total = op.ReduceSum(op.Mul(x, mask), undefined, { keepdims: 0 })
-  return op.Div(total, op.Add(op.ReduceSum(mask, undefined, { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon))
+/** The whole batch's totals of a mask (TokenMask), for `aggregate`. */
+export interface MaskTotals {
+  mask?: Value | undefined
+  rows?: Value | undefined
 }
 
-/** One scalar from a (B, T) loss matrix. */
-export function aggregate(op: Builder, lossMat: Value, mask: Value, mode: Aggregation = 'token-mean'): Value {
+/** Σ(x·mask) / (Σmask + ε), or over `total` (the whole batch's Σmask, TokenMask.maskTotal): a scalar. */
+export function maskedMean(op: Builder, x: Value, mask: Value, total?: Value): Value {
+  const sum = op.ReduceSum(op.Mul(x, mask), undefined, { keepdims: 0 })
+  return op.Div(sum, op.Add(total ?? op.ReduceSum(mask, undefined, { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon))
+}
+
+/** The mean of a (B) vector over its rows, or over `rows` (the whole batch's, TokenMask.rowsTotal). */
+function rowMean(op: Builder, v: Value, rows?: Value): Value {
+  return rows ? op.Div(op.ReduceSum(v, undefined, { keepdims: 0 }), rows) : op.ReduceMean(v, undefined, { keepdims: 0 })
+}
+
+/** One scalar from a (B, T) loss matrix (over the whole batch's `totals` when given). */
+export function aggregate(
+  op: Builder,
+  lossMat: Value,
+  mask: Value,
+  mode: Aggregation = 'token-mean',
+  totals: MaskTotals = {},
+): Value {
   switch (mode) {
     case 'token-mean':
-      return maskedMean(op, lossMat, mask)
+      return maskedMean(op, lossMat, mask, totals.mask)
     case 'seq-mean-token-mean': {
       const rows = op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }) // (B)
       const lengths = op.Add(op.ReduceSum(mask, [1], { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon) // (B)
-      return op.ReduceMean(op.Div(rows, lengths), undefined, { keepdims: 0 })
+      return rowMean(op, op.Div(rows, lengths), totals.rows)
     }
     case 'seq-mean-token-sum':
-      return op.ReduceMean(op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }), undefined, { keepdims: 0 })
+      return rowMean(op, op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }), totals.rows)
     default:
       throw new LossConfigError(`unknown aggregation ${JSON.stringify(mode)}; expected one of ${AGGREGATIONS}`)
   }
@@ -119,15 +143,17 @@ export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {})
     const negative = op.Less(a, 0)
     const perToken = op.Where(negative, op.Min(dualBound, pessimistic), pessimistic)
     const dtype = s.dtype
+    const total = x.maskTotal
     return {
-      loss: aggregate(op, perToken, mask, options.aggregation),
-      clipFraction: maskedMean(op, op.Cast(op.Greater(clipped, unclipped), dtype), mask),
+      loss: aggregate(op, perToken, mask, options.aggregation, totalsOf(x)),
+      clipFraction: maskedMean(op, op.Cast(op.Greater(clipped, unclipped), dtype), mask, total),
       clipFractionLower: maskedMean(
         op,
         op.Mul(op.Cast(op.Greater(pessimistic, dualBound), dtype), op.Cast(negative, dtype)),
         mask,
+        total,
       ),
-      approxKl: maskedMean(op, op.Neg(logRatio), mask),
+      approxKl: maskedMean(op, op.Neg(logRatio), mask, total),
     }
   })
 }
@@ -159,7 +185,7 @@ export function klLoss(
     const outer = LOSS_CONSTANTS.klValueClamp
     const d = clampLogRatio(op, op.Sub(x.refLogProbs, x.logProbs), options.clampLogRatio)
     const kl = op.Clip(op.Sub(op.Sub(op.Exp(d), d), 1), -outer, outer) // (B, T)
-    return { loss: aggregate(op, kl, x.mask, options.aggregation) }
+    return { loss: aggregate(op, kl, x.mask, options.aggregation, totalsOf(x)) }
   })
 }
 
@@ -175,7 +201,9 @@ export function entropyTerm(
   options: { aggregation?: Aggregation } = {},
 ): { loss: Value } {
   checkTokens('entropyTerm', { entropy: x.entropy, mask: x.mask })
-  return op.scope('entropy', () => ({ loss: aggregate(op, x.entropy, x.mask, options.aggregation) }))
+  return op.scope('entropy', () => ({
+    loss: aggregate(op, x.entropy, x.mask, options.aggregation, totalsOf(x)),
+  }))
 }
 
 // ---- gated on-policy distillation (docs/algorithm.md §6.3) ----
@@ -197,6 +225,8 @@ export interface OpdInputs extends TokenMask {
   controlLogProbs?: Value
   /** 1 for step samples of analyzed trajectories, 0 otherwise; (B). */
   sampleMask: Value
+  /** With TokenMask's totals: Σ mask·sampleMask over the whole batch (its distilled tokens). */
+  distilledTotal?: Value
 }
 
 export interface OpdTerm {
@@ -254,12 +284,16 @@ export function opdLoss(
     const perToken = op.Mul(weight, op.Sub(teacher, x.logProbs))
     const dtype = x.logProbs.dtype
     const active = op.Cast(op.Greater(mask, 0), dtype)
+    const total = x.distilledTotal
     return {
-      loss: aggregate(op, perToken, mask, options.aggregation),
-      gateMean: maskedMean(op, gate, mask),
-      positiveGapShare: maskedMean(op, op.Cast(op.Greater(gap, 0), dtype), mask),
-      gapMean: maskedMean(op, gap, mask),
-      activeTokenShare: op.ReduceMean(active, undefined, { keepdims: 0 }),
+      loss: aggregate(op, perToken, mask, options.aggregation, { mask: total, rows: x.rowsTotal }),
+      gateMean: maskedMean(op, gate, mask, total),
+      positiveGapShare: maskedMean(op, op.Cast(op.Greater(gap, 0), dtype), mask, total),
+      gapMean: maskedMean(op, gap, mask, total),
+      // over a part of a batch: every row has the same T, so the rows' means over the batch's rows
+      activeTokenShare: x.rowsTotal
+        ? rowMean(op, op.ReduceMean(active, [1], { keepdims: 0 }), x.rowsTotal)
+        : op.ReduceMean(active, undefined, { keepdims: 0 }),
     }
   })
 }
@@ -306,6 +340,8 @@ export interface ActorLossInputs extends PpoInputs {
   /** With the `control` gate. */
   controlLogProbs?: Value
   opdSampleMask?: Value
+  /** With TokenMask's totals and the OPD term: the whole batch's distilled tokens (OpdInputs.distilledTotal). */
+  distilledTotal?: Value
 }
 
 export interface ActorLoss {
@@ -337,7 +373,11 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   let total = pg.loss
   const result: ActorLoss = { loss: total, pg }
   if (config.terms.entropy) {
-    const entropy = entropyTerm(op, { entropy: need(x.entropy, 'entropy'), mask: x.mask }, { aggregation }).loss
+    const entropy = entropyTerm(
+      op,
+      { ...totalsIn(x), entropy: need(x.entropy, 'entropy'), mask: x.mask },
+      { aggregation },
+    ).loss
     result.entropy = entropy
     if (config.entropyCoef !== 0) total = op.Sub(total, op.Mul(entropy, config.entropyCoef))
   }
@@ -349,6 +389,8 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
         teacherLogProbs: need(x.teacherLogProbs, 'teacherLogProbs'),
         sampleMask: need(x.opdSampleMask, 'opdSampleMask'),
         mask: x.mask,
+        ...totalsIn(x),
+        ...(x.distilledTotal ? { distilledTotal: x.distilledTotal } : {}),
         ...(config.opdGate === 'control' ? { controlLogProbs: need(x.controlLogProbs, 'controlLogProbs') } : {}),
       },
       {
@@ -364,7 +406,7 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   if (config.terms.kl) {
     const kl = klLoss(
       op,
-      { logProbs: x.logProbs, refLogProbs: need(x.refLogProbs, 'refLogProbs'), mask: x.mask },
+      { ...totalsIn(x), logProbs: x.logProbs, refLogProbs: need(x.refLogProbs, 'refLogProbs'), mask: x.mask },
       { aggregation, clampLogRatio },
     ).loss
     result.kl = kl
@@ -372,6 +414,16 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   }
   result.loss = steps === 1 ? total : op.Div(total, steps)
   return result
+}
+
+/** A term's whole-batch totals (TokenMask), for `aggregate`. */
+function totalsOf(x: TokenMask): MaskTotals {
+  return { mask: x.maskTotal, rows: x.rowsTotal }
+}
+
+/** TokenMask's totals of `x`, the ones it has, to pass on to a term. */
+function totalsIn(x: TokenMask): Pick<TokenMask, 'maskTotal' | 'rowsTotal'> {
+  return { ...(x.maskTotal ? { maskTotal: x.maskTotal } : {}), ...(x.rowsTotal ? { rowsTotal: x.rowsTotal } : {}) }
 }
 
 function need(value: Value | undefined, name: string): Value {

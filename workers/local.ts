@@ -12,6 +12,7 @@ import type { PhaseCounters, PhaseHooks } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { boundedFailures } from './bounded-failures.ts'
+import { profileRecorder } from './profile.ts'
 import {
   residentQueueOf,
   runTaskQueue,
@@ -56,6 +57,8 @@ export interface LocalWorkerOptions {
    * other, so each finishes (and records its manifest) sooner and a crashed worker leaves more of them done.
    */
   modelActivitySlots?: number
+  /** Where this worker writes its profile (workers/profile.ts): wall time and memory per activity and model run. */
+  profilePath?: string
 }
 
 export interface LocalWorker {
@@ -83,7 +86,8 @@ export interface LocalWorker {
 export async function createLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const connection = await NativeConnection.connect(options.connectionOptions)
   const ownEngine = options.engine === undefined
-  const engine =
+  const profile = options.profilePath ? profileRecorder(options.profilePath) : undefined
+  const inner =
     options.engine ??
     lazyEngine(() =>
       createWorkerEngine({
@@ -91,6 +95,7 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
         ...(options.executionProviders ? { executionProviders: options.executionProviders } : {}),
       }),
     )
+  const engine = profile ? profile.wrap(inner) : inner
   const queues = options.queues ?? ['control', 'rollout', 'train']
   const names = workerTaskQueues(options.runId)
   // a train worker also polls a queue of its own, where the phases that want the policies it keeps find it
@@ -110,7 +115,13 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
       namespace: options.namespace,
       activities,
       // outermost first: every failure, also one another interceptor throws, leaves the worker bounded
-      interceptors: { activity: [boundedFailures, ...(options.activityInterceptors ?? [])] },
+      interceptors: {
+        activity: [
+          boundedFailures,
+          ...(options.activityInterceptors ?? []),
+          ...(profile ? [profile.activityInterceptor] : []),
+        ],
+      },
     }
     const model = {
       ...common,
@@ -145,11 +156,13 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
         }
       },
       async close() {
+        profile?.close()
         await connection.close()
         if (ownEngine) await engine.close()
       },
     }
   } catch (error) {
+    profile?.close()
     await connection.close()
     if (ownEngine) await engine.close()
     throw error

@@ -5,9 +5,9 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { type ChatTemplate, chatTemplateOf } from '../../policy/chat-template.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
 import { initLora, type LoraConfig, mergeLora } from '../../policy/lora.ts'
-import type { PolicyModel, PolicyModelOptions } from '../../policy/policy-model.ts'
+import type { PolicyModel } from '../../policy/policy-model.ts'
 import { TextTokenizer, TINY_SPECIAL_TOKENS } from '../../policy/tokenizer.ts'
-import { Trainer } from '../../policy/trainer.ts'
+import { Trainer, type TrainerOptions } from '../../policy/trainer.ts'
 import { ENGINE_DEFAULTS, type EngineSettingsConfig } from '../../seed/config.ts'
 
 export class CorePhaseError extends Error {
@@ -135,11 +135,12 @@ export function loadPolicy(
   return { trainer, model: trainer.model, codec, checkpoint: { ...rest, weights: new Map() } }
 }
 
-/** The model options of a run config's engine settings. */
-export function modelOptions(settings: EngineSettingsConfig): PolicyModelOptions {
+/** The trainer and model options of a run config's engine settings. */
+export function modelOptions(settings: EngineSettingsConfig): TrainerOptions {
   return {
     ...(settings.recomputeLayers ? { graph: { recomputeLayers: true } } : {}),
     decodeWeights: settings.decodeWeights,
+    ...(settings.microBatchSize !== undefined ? { microBatchRows: settings.microBatchSize } : {}),
   }
 }
 
@@ -173,6 +174,7 @@ export async function withLora(policy: Policy, lora: LoraConfig, seed: number): 
   const c = trainer.config
   policy.trainer = new Trainer(trainer.engine, c, base, {
     ...trainer.model.options(),
+    ...(trainer.microBatchRows !== undefined ? { microBatchRows: trainer.microBatchRows } : {}),
     lora: { config: lora, adapters: initLora(c, lora, mulberry32(seed)) },
   })
   policy.model = policy.trainer.model

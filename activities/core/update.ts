@@ -173,6 +173,9 @@ export function padToMiniBatch(
   return [...samples, ...copies]
 }
 
+/** The scalar inputs of the actor loss's train graph: a mini-batch's totals (seed/losses.ts TokenMask). */
+const TOTALS = { mask: 'mask_total', rows: 'rows_total', distilled: 'distilled_total' } as const
+
 /** Loads the train graph (the optimizer inside) of an actor loss with these terms and coefficients. */
 export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: UpdateSettings): Promise<ModelHandle> {
   return policy.trainer.trainModel(actorLossBuilder(terms, settings))
@@ -182,11 +185,15 @@ export function loadActorTrainModel(policy: Policy, terms: LossTerms, settings: 
 export function actorLossBuilder(terms: LossTerms, settings: UpdateSettings): LossBuilder {
   return (op, scores, dtype) => {
     const tokens = (name: string) => op.input(name, dtype, ['B', 'T'])
+    const scalar = (name: string) => op.input(name, dtype, [])
     const x: ActorLossInputs = {
       logProbs: scores.logp,
       oldLogProbs: tokens('old_logp'),
       advantages: tokens('adv'),
       mask: tokens('mask'),
+      // the mini-batch's totals, fed: its micro-batches' losses then add up to its loss (docs/algorithm.md §6.5)
+      maskTotal: scalar(TOTALS.mask),
+      rowsTotal: scalar(TOTALS.rows),
     }
     if (terms.kl) x.refLogProbs = tokens('ref_logp')
     if (terms.entropy) x.entropy = scores.entropy
@@ -194,6 +201,7 @@ export function actorLossBuilder(terms: LossTerms, settings: UpdateSettings): Lo
       x.teacherLogProbs = tokens('teacher_logp')
       if (settings.opdGate === 'control') x.controlLogProbs = tokens('control_logp')
       x.opdSampleMask = op.input('opd_mask', dtype, ['B'])
+      x.distilledTotal = scalar(TOTALS.distilled)
     }
     const r = actorLoss(op, x, {
       terms,
@@ -275,11 +283,16 @@ export function actorFeeds(
     adv: model.float([B, T], adv),
     mask: model.float([B, T], tb.responseMask),
   }
+  const maskTotal = tb.responseMask.reduce((a, m) => a + m, 0)
+  feeds[TOTALS.mask] = model.float([], [maskTotal])
+  feeds[TOTALS.rows] = model.float([], [B])
   if (terms.kl) feeds.ref_logp = model.float([B, T], ref)
   if (terms.opd) {
     feeds.teacher_logp = model.float([B, T], teacher)
     if (control) feeds.control_logp = model.float([B, T], control)
     feeds.opd_mask = model.float([B], opdMask)
+    const distilled = batch.reduce((n, s) => n + (s.teacher ? s.responseIds.length : 0), 0)
+    feeds[TOTALS.distilled] = model.float([], [distilled])
   }
   return feeds
 }
@@ -351,6 +364,8 @@ export async function update(policy: Policy, input: UpdateInput): Promise<Update
         lr: settings.lr,
         maxGradNorm: settings.maxGradNorm,
         weightDecay: settings.weightDecay,
+        // micro-batches (engine.microBatchSize): each one's loss is its part of the mini-batch's (the totals above)
+        shares: 'parts',
       }),
       perMiniBatch.length + 1,
       miniBatches,

@@ -89,6 +89,9 @@ export const CPU_SOKOBAN = {
     maxEnvSteps: 15,
     every: 0,
   },
+  // the train steps in micro-batches of 32 sequences: the warm-start's 256-sequence step peaked at 6.4 GiB whole,
+  // 1.9 GiB in micro-batches, and ran faster (docs/benchmarks.md §2)
+  engine: { microBatchSize: 32 },
   seed: 1,
   threads: 2,
 } as const satisfies PresetInput

@@ -25,7 +25,14 @@ import { meanNll } from '../../policy/losses.ts'
 import { buildTrainGraph, IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
 import { ropeTables } from '../../policy/rope.ts'
-import { NonFiniteLossError, TRAINER_OPTIMIZER, Trainer } from '../../policy/trainer.ts'
+import {
+  NonFiniteLossError,
+  shares,
+  splitRows,
+  TRAINER_OPTIMIZER,
+  Trainer,
+  TrainerError,
+} from '../../policy/trainer.ts'
 
 const BENCH: ModelConfig = { ...PRESETS.bench, maxPositions: 64 }
 
@@ -163,6 +170,122 @@ describe('Trainer: the optimizer inside the train graph', () => {
       })
     const trainer = new Trainer(engine, BENCH, initWeights(BENCH, mulberry32(2)), { lora: { config: lora, adapters } })
     await matchesReferenceOver20Steps(engine, trainer)
+    await trainer.release()
+  })
+})
+
+describe('Trainer: a step over micro-batches (gradient accumulation)', () => {
+  const engine = createLocalEngine({ threads: 1 })
+  after(() => engine.close())
+
+  /** Sequences of different lengths (so that token shares differ from row shares), as one batch or in parts. */
+  function sequences(seed: number, B: number) {
+    const rng = mulberry32(seed)
+    return Array.from({ length: B }, (_, b) => {
+      const seq = Array.from({ length: 12 + 5 * b }, () => Math.floor(rng.next() * BENCH.vocabSize))
+      return { context: seq.slice(0, 6), response: seq.slice(6) }
+    })
+  }
+  const feedsOf = (trainer: Trainer, items: ReturnType<typeof sequences>) => {
+    const tb = trainer.model.tokenBatch(items, 1)
+    return { ...tb.feeds, mask: trainer.model.float([tb.B, tb.T], tb.responseMask) }
+  }
+  const tokens = (items: ReturnType<typeof sequences>) => items.reduce((n, s) => n + s.response.length, 0)
+
+  it('sums the gradients of the whole batch, weighted by token shares, then steps AdamW once on them', async () => {
+    const weights = initWeights(BENCH, mulberry32(5))
+    const whole = new Trainer(engine, BENCH, weights)
+    const parts = new Trainer(engine, BENCH, weights)
+    const trainWhole = await whole.trainModel(meanNll, { outputGradients: true })
+    const trainParts = await parts.trainModel(meanNll, { outputGradients: true })
+    for (let step = 0; step < 3; step++) {
+      // the whole batch from the same state as the parts
+      await whole.setTrained(await parts.trained())
+      await whole.loadOptimizerState(await parts.optimizerState())
+      const before = { trained: await parts.trained(), state: await parts.optimizerState() }
+      const items = sequences(40 + step, 6)
+      const split = [items.slice(0, 2), items.slice(2, 5), items.slice(5)]
+      const w = shares(split.map(tokens))
+      // clipping active on the first step, inactive after
+      const settings = { lr: 3e-3, maxGradNorm: step === 0 ? 1e-2 : 1e6, weightDecay: 0.1 }
+      const a = await whole.step(trainWhole, feedsOf(whole, items), settings)
+      const b = await parts.step(
+        trainParts,
+        split.map((p, i) => ({ feeds: feedsOf(parts, p), weight: w[i] as number })),
+        settings,
+      )
+      assert.ok(Math.abs(a.loss - b.loss) <= 1e-5 * Math.abs(a.loss), `step ${step}: loss ${b.loss} vs ${a.loss}`)
+      assert.ok(
+        Math.abs(a.gradNorm - b.gradNorm) <= 1e-5 * a.gradNorm,
+        `step ${step}: norm ${b.gradNorm} vs ${a.gradNorm}`,
+      )
+      // the summed gradients are the whole batch's up to float32 rounding (other sums, other kernels)
+      for (const [name, g] of a.gradients as Map<string, Float32Array>) {
+        const mine = b.gradients?.get(name) as Float32Array
+        const scale = g.reduce((m, x) => Math.max(m, Math.abs(x)), 0)
+        const diff = g.reduce((m, x, i) => Math.max(m, Math.abs(x - mine[i]!)), 0)
+        assert.ok(diff <= 1e-5 * scale, `step ${step}, ${name}: gradients differ by ${diff} (largest ${scale})`)
+      }
+      // and the step is AdamW's on the sums (the JS reference on the same gradients; not the whole batch's
+      // weights: AdamW's early steps turn the rounding of a gradient near 0 into up to a whole lr)
+      const expected = referenceStep(before, b.gradients as Map<string, Float32Array>, settings)
+      const dw = worst(await parts.trained(), expected.trained)
+      const dm = worst(stateMap(await parts.optimizerState()), stateMap(expected.state))
+      assert.ok(dw <= 1e-6, `step ${step}: weights differ by ${dw}·(1 + |w|)`)
+      assert.ok(dm <= 1e-6, `step ${step}: moments differ by ${dm}·(1 + |m|)`)
+    }
+    assert.equal(parts.stepCount, 3)
+    await whole.release()
+    await parts.release()
+  })
+
+  it('splits a batch by microBatchRows into the micro-batches a caller would give, weighted by tokens', async () => {
+    const weights = initWeights(BENCH, mulberry32(7))
+    const auto = new Trainer(engine, BENCH, weights, { microBatchRows: 2 })
+    const given = new Trainer(engine, BENCH, weights)
+    const [trainAuto, trainGiven] = [await auto.trainModel(meanNll), await given.trainModel(meanNll)]
+    const items = sequences(60, 5)
+    const whole = feedsOf(auto, items)
+    const parts = splitRows(whole, 2)
+    assert.deepEqual(
+      parts.map((p) => p.feeds[IO.ids]?.dims[0]),
+      [2, 2, 1],
+    )
+    // the rows keep the whole batch's padding, so each part's tokens are its rows' response tokens
+    const expected = shares([items.slice(0, 2), items.slice(2, 4), items.slice(4)].map(tokens))
+    for (const [i, p] of parts.entries()) assert.ok(Math.abs(p.weight - (expected[i] as number)) < 1e-12)
+    assert.deepEqual(
+      splitRows(whole, 2, 'rows').map((p) => p.weight),
+      [0.4, 0.4, 0.2],
+    )
+    const a = await auto.step(trainAuto, whole, { lr: 1e-3 })
+    const b = await given.step(trainGiven, parts, { lr: 1e-3 })
+    assert.equal(a.loss, b.loss)
+    assert.equal(worst(await auto.trained(), await given.trained()), 0, 'the same runs, bit for bit')
+    await auto.release()
+    await given.release()
+  })
+
+  it('changes nothing when a micro-batch before the last is not finite, and refuses negative weights', async () => {
+    const trainer = new Trainer(engine, BENCH, initWeights(BENCH, mulberry32(6)))
+    const train = await trainer.trainModel(meanNll)
+    const items = sequences(50, 4)
+    await trainer.step(train, feedsOf(trainer, items), { lr: 1e-3 })
+    const before = { trained: await trainer.trained(), state: await trainer.optimizerState() }
+    const poisoned = {
+      ...feedsOf(trainer, items.slice(0, 2)),
+      [IO.invTemperature]: tensor('float32', [], [Number.NaN]),
+    }
+    const micro = [
+      { feeds: poisoned, weight: 0.5 },
+      { feeds: feedsOf(trainer, items.slice(2)), weight: 0.5 },
+    ]
+    await assert.rejects(trainer.step(train, micro, { lr: 1e-3 }), NonFiniteLossError)
+    assert.equal(trainer.stepCount, 1, 'the step count stays')
+    assert.equal(worst(await trainer.trained(), before.trained), 0, 'the weights stay, bit for bit')
+    assert.equal(worst(stateMap(await trainer.optimizerState()), stateMap(before.state)), 0, 'the moments stay')
+    const halves = [micro[1], { ...micro[1], weight: -0.5 }] as typeof micro
+    await assert.rejects(trainer.step(train, halves, { lr: 1e-3 }), TrainerError)
     await trainer.release()
   })
 })

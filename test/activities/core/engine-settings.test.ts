@@ -1,4 +1,4 @@
-// The run config's `engine` settings (recomputed layers, frozen decode weights) reach the policy a phase
+// The run config's `engine` settings (recomputed layers, frozen decode weights, micro-batches) reach the policy a phase
 // loads: loadPolicy lays the model out with them, decode batches that name no weights follow the model, and
 // adapters put on later keep the layout.
 import assert from 'node:assert/strict'
@@ -28,7 +28,7 @@ const checkpoint = () => servedCheckpoint({ chat: false })
 
 describe('engine settings', () => {
   it('default to layers kept and decode weights fed, and refuse frozen decoding with LoRA', () => {
-    const base = smokeSokobanPreset()
+    const { engine: _preset, ...base } = smokeSokobanPreset()
     assert.deepEqual(runConfig(base).engine, { recomputeLayers: false, decodeWeights: 'inputs' })
     assert.deepEqual(runConfig({ ...base, engine: { recomputeLayers: true } }).engine, {
       recomputeLayers: true,
@@ -48,9 +48,10 @@ describe('engine settings', () => {
     assert.equal(fed.model.decodeWeights, ENGINE_DEFAULTS.decodeWeights)
 
     const spy = recording(engine)
-    const settings = { recomputeLayers: true, decodeWeights: 'frozen' as const }
+    const settings = { recomputeLayers: true, decodeWeights: 'frozen' as const, microBatchSize: 2 }
     const frozen = loadPolicy(spy.engine, checkpoint(), { settings })
     assert.deepEqual(frozen.model.graphOptions, { recomputeLayers: true })
+    assert.equal(frozen.trainer.microBatchRows, 2, 'steps run in micro-batches of engine.microBatchSize')
     const sample = (p: typeof fed) =>
       generate(p.model, [[3, 9, 4, 1]], { maxNewTokens: 6, temperature: 1, eosIds: [], rngs: [mulberry32(1)] })
     const [a, b] = [await sample(fed), await sample(frozen)]
@@ -61,6 +62,7 @@ describe('engine settings', () => {
 
     await withLora(frozen, { rank: 2, alpha: 4, dropout: 0, targets: ['q_proj'] }, 3)
     assert.deepEqual(frozen.model.graphOptions, { recomputeLayers: true })
+    assert.equal(frozen.trainer.microBatchRows, 2)
     assert.equal(frozen.model.decodeWeights, 'frozen')
   })
 })

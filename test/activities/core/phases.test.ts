@@ -7,6 +7,7 @@ import {
   annotateWithOracle,
   evaluate,
   fitPrompt,
+  loadPolicy,
   type Policy,
   padToMiniBatch,
   type RolloutResult,
@@ -23,6 +24,7 @@ import { getEnv } from '../../../envs/index.ts'
 import type { Checkpoint } from '../../../policy/checkpoint.ts'
 import { IO } from '../../../policy/model.ts'
 import { NonFiniteLossError } from '../../../policy/trainer.ts'
+import { ENGINE_DEFAULTS } from '../../../seed/config.ts'
 import { EPISODE_SKILL_TITLE, episodeSkillBlock, insertBlock } from '../../../seed/index.ts'
 import { microCheckpoint, microConfig, microPolicy, microRolloutInput } from './micro.ts'
 
@@ -262,6 +264,28 @@ describe('update', () => {
     assert.ok(u.metrics.opdGateMean! > 0 && u.metrics.opdGateMean! < 1)
     assert.notDeepEqual((await fresh.trainer.trained()).get('model.embed_tokens.weight'), before)
     assert.equal(u.optimizerState.step, u.perMiniBatch.length)
+  })
+
+  it('steps a mini-batch in micro-batches as it does whole: loss, terms, diagnostics and gradient norm', async () => {
+    // teachers on every other trajectory: micro-batches of 3 step samples hold uneven shares of distilled tokens
+    const r = await rescored(rolled.trajectories.map((t) => (t.id % 2 === 0 ? episodeSkillBlock(SKILL) : null)))
+    assert.ok(r.samples.length > 6, `${r.samples.length} step samples`)
+    const whole = microPolicy(engine, checkpoint)
+    const parts = loadPolicy(engine, checkpoint, { settings: { ...ENGINE_DEFAULTS, microBatchSize: 3 } })
+    const one = { ...settings, miniBatchSize: r.samples.length }
+    const a = (await update(whole, { samples: r.samples, terms, settings: one })).perMiniBatch[0]!
+    const b = (await update(parts, { samples: r.samples, terms, settings: one })).perMiniBatch[0]!
+    assert.ok(a.opdTokens > 0 && a.opdTokens < r.samples.reduce((n, s) => n + s.responseIds.length, 0))
+    for (const key of ['loss', 'gradNorm', 'pgLoss', 'clipFraction', 'approxKl', 'kl', 'entropy', 'opdLoss'] as const) {
+      const [x, y] = [a[key] as number, b[key] as number]
+      assert.ok(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(x)), `${key}: ${y} in micro-batches, ${x} whole`)
+    }
+    for (const key of ['opdGateMean', 'opdPositiveGapShare', 'opdGapMean'] as const) {
+      const [x, y] = [a[key] as number, b[key] as number]
+      assert.ok(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(x)), `${key}: ${y} in micro-batches, ${x} whole`)
+    }
+    await whole.trainer.release()
+    await parts.trainer.release()
   })
 
   it('reports the OPD gate mean and positive-gap share over every distilled token', async () => {

@@ -2,6 +2,22 @@
 // through the phase wrapper (phase `metrics`), then manifest.json, which lists every artifact of the iteration
 // with its sha256, bytes and parents. The iteration manifest is written last and with create-if-absent: its
 // presence says the iteration is complete, and a rerun finds the same one.
+
+import type {
+  ArtifactRef,
+  RecordIterationInput,
+  RecordIterationSummary,
+  RunRef,
+  Snapshot,
+} from '../records/contracts.ts'
+import {
+  type IterationMetricsRecord,
+  iterationMetrics,
+  METRIC_PHASES,
+  type MetricPhase,
+} from '../records/iteration-metrics.ts'
+import type { PhaseManifest } from '../records/phase-manifest.ts'
+import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { latestAttempt } from '../store/attempts.ts'
 import { IntegrityError } from '../store/errors.ts'
@@ -9,23 +25,7 @@ import { canonicalJson, getJson, putJson, putJsonIfAbsent } from '../store/json.
 import { keys } from '../store/keys.ts'
 import { type Manifest, type ManifestEntry, manifestEntry } from '../store/manifest.ts'
 import { type PrunedArtifact, readPruned } from '../store/pruned.ts'
-import type { ArtifactRef, RecordIterationInput, RecordIterationSummary, RunRef, Snapshot } from './contracts.ts'
-import { type IterationMetricName, iterationMetrics, METRIC_PHASES, type MetricPhase } from './iteration-metrics.ts'
-import { type PhaseDeps, type PhaseManifest, runPhase } from './phase.ts'
-import { SEEDFLOW_VERSION } from './seedflow-version.ts'
-
-/** What metrics.json holds. */
-export interface IterationMetricsRecord {
-  version: 1
-  runId: string
-  iteration: number
-  algorithm: string
-  configSha256: string
-  /** Headline metrics named `phase/name`; null where they do not apply. */
-  metrics: Record<IterationMetricName, number | null>
-  /** Every phase shard's own statistics, as its manifest records them. */
-  phases: Partial<Record<MetricPhase, Array<{ manifest: string; shard: number; stats: Record<string, number> }>>>
-}
+import { type PhaseDeps, runPhase } from './phase.ts'
 
 /** The snapshot phase's manifest: the attempt whose output is this snapshot. */
 async function snapshotManifestKey(store: ArtifactStore, run: RunRef, iteration: number, snapshot: ArtifactRef) {

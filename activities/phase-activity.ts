@@ -2,23 +2,23 @@
 // (activities/phases/) declares where its shard lives, what of the configuration it needs, what it reads (the
 // manifest's input hashes) and its compute function; the shell looks up the run's effective configuration
 // once, heartbeats, checks for a finished manifest (activities/phase.ts), runs the body with its policies
-// released afterwards, classifies what it throws (activities/failures.ts) and returns the summary.
+// released afterwards, classifies what it throws (records/failures.ts) and returns the summary.
 import { CancelledFailure, Context } from '@temporalio/activity'
 import type { Engine } from '../engine/index.ts'
+import type { PhaseProgress, PhaseSummary, RunRef } from '../records/contracts.ts'
+import { classifyFailure, fatal } from '../records/failures.ts'
+import { runConfigOf } from '../records/hyperparameters.ts'
+import type { PhaseScope } from '../records/phase-manifest.ts'
 import type { RunConfig } from '../seed/config.ts'
 import { parseRunConfig } from '../seed/config.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
-import type { PhaseProgress, PhaseSummary, RunRef } from './contracts.ts'
-import { classifyFailure, fatal } from './failures.ts'
-import { runConfigOf } from './hyperparameters.ts'
 import {
   type PhaseContext,
   type PhaseCounters,
   type PhaseDeps,
   type PhaseHooks,
   type PhaseResult,
-  type PhaseScope,
   runPhase,
 } from './phase.ts'
 import { artifactRef, type PhaseReaders, phaseReaders, type Residency, withPolicyScope } from './phase-io.ts'

@@ -2,19 +2,19 @@
 // reference, released when the activity ends), snapshots, trajectories, skills, the Stage 1 library, the run
 // plan; and the checkpoint folder helpers that turn a written folder into a phase's outputs.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from '../compute/index.ts'
 import type { AdamWState, Engine } from '../engine/index.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
+import { loadCheckpoint, type OptimizerState, putCheckpoint } from '../records/checkpoint-store.ts'
+import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from '../records/contracts.ts'
+import { fatal } from '../records/failures.ts'
+import { decodeJsonlGz } from '../records/jsonl.ts'
+import { parseSkillLines, readAnnotations, readSkillLibrary } from '../records/skill-library.ts'
 import { ENGINE_DEFAULTS, type EngineSettingsConfig } from '../seed/config.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getExpected, getJson } from '../store/json.ts'
 import { type CheckpointFile, keys } from '../store/keys.ts'
-import { loadCheckpoint, type OptimizerState, putCheckpoint } from './checkpoint-store.ts'
-import type { ArtifactRef, CheckpointRef, RunPlan, RunRef, Snapshot } from './contracts.ts'
-import { loadPolicy, type Policy, type RolloutTrajectory, type SkillRecord } from './core/index.ts'
-import { fatal } from './failures.ts'
-import { decodeJsonlGz } from './jsonl.ts'
 import { ResidentPolicies } from './resident-policies.ts'
-import { parseSkillLines, readAnnotations, readSkillLibrary } from './skill-library.ts'
 
 export const MODEL_FILE: CheckpointFile = 'model.safetensors'
 

@@ -3,36 +3,14 @@
 // intact, it is returned without recomputing. Otherwise the shard is computed under the first attempt number
 // with no matching manifest (older attempts stay for audit), its outputs written, and its manifest written last
 // with create-if-absent, so two workers racing on one shard agree on one result.
+import type { PhaseManifest, PhaseScope } from '../records/phase-manifest.ts'
+import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { rehashStored } from '../store/hash.ts'
 import { getJson, putJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys, type Phase } from '../store/keys.ts'
 import { wasPruned } from '../store/pruned.ts'
 import { type Damage, DamagedArtifactsError } from './damaged-artifacts.ts'
-import { SEEDFLOW_VERSION } from './seedflow-version.ts'
-
-/** Where a phase shard lives: inside an iteration, or at run level (`iteration` omitted: warmstart, sft). */
-export interface PhaseScope {
-  runId: string
-  phase: Phase
-  shard: number
-  iteration?: number
-}
-
-export interface PhaseManifest<S = Record<string, number>> {
-  version: 1
-  scope: PhaseScope
-  attempt: number
-  configSha256: string
-  /** Input name → the sha256 of what the phase read. */
-  inputs: Record<string, string>
-  /** The hyperparameter overrides in effect (seed/hyperparameters.ts), when the run's were changed; in configSha256 too. */
-  hyperparameters?: Record<string, unknown>
-  outputs: Record<string, ObjectInfo>
-  stats: S
-  seedflowVersion: string
-  createdAt: string
-}
 
 export interface PhaseResult<S> {
   manifestKey: string

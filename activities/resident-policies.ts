@@ -5,9 +5,10 @@
 // store would give: its weights (or adapters over its base) and, in `optimizer`, the stored optimizer state not
 // yet loaded into the trainer (undefined: the trainer holds the stored state already, or none is stored and its
 // moments are fresh). Correctness never depends on a hit: a miss loads from the store as before.
+
+import type { Policy } from '../compute/index.ts'
 import type { AdamWState } from '../engine/index.ts'
 import type { EngineSettingsConfig } from '../seed/config.ts'
-import type { Policy } from './core/index.ts'
 
 export interface ResidentPolicy {
   policy: Policy

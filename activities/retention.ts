@@ -2,6 +2,10 @@
 // evaluation and every evaluated one, and optimizer state only for the newest. What is pruned is first written to
 // a retention record (a manifest whose entries are marked pruned, with when and why), then deleted: a crash in
 // between leaves a recorded deletion that the next pass finishes, never an unrecorded one.
+
+import type { RunRef } from '../records/contracts.ts'
+import type { PhaseManifest } from '../records/phase-manifest.ts'
+import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import type { RetentionConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { latestAttempt } from '../store/attempts.ts'
@@ -9,9 +13,6 @@ import { getJson, putJsonIfAbsent } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
 import type { Manifest, ManifestEntry } from '../store/manifest.ts'
 import { readPruned } from '../store/pruned.ts'
-import type { RunRef } from './contracts.ts'
-import type { PhaseManifest } from './phase.ts'
-import { SEEDFLOW_VERSION } from './seedflow-version.ts'
 
 /** One iteration's checkpoint as retention sees it: its held-out success, or null when it was not evaluated. */
 export interface CheckpointHistory {

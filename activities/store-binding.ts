@@ -2,9 +2,10 @@
 // run.json), and a worker bound to another store refuses the run's activities before it touches its own store.
 // Otherwise a run's phases split across two stores and fail with a NotFoundError that points at a loss that never
 // happened. Identities match by id: a copied folder, and one bucket through the write gate or directly, keep it.
+
+import type { StoreRef } from '../records/contracts.ts'
+import { classifyFailure } from '../records/failures.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
-import type { StoreRef } from './contracts.ts'
-import { classifyFailure } from './failures.ts'
 
 /** A worker was handed an activity of a run that lives in another store. */
 export class StoreMismatchError extends Error {

@@ -3,9 +3,10 @@
 // A rerun of a run id, or an operator's retry, first re-hashes every artifact that the run's current manifests
 // (the newest attempt of each phase shard and iteration) record, with run.json and plan.json, and names every
 // damaged one at once. Older attempts are history: audit reports them, a resumed run never reuses them.
+
+import { type AuditProblem, auditRun } from '../records/audit.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { keys } from '../store/keys.ts'
-import { type AuditProblem, auditRun } from './audit.ts'
 
 /**
  * Kinds of audit problem that make a stored artifact unfit for reuse. A missing output is not one: the phase that

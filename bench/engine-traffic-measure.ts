@@ -29,7 +29,7 @@ export interface TrafficModel {
 
 const SMOLLM2_LORA: LoraConfig = { rank: 16, alpha: 16, dropout: 0, targets: ['q_proj', 'v_proj'] }
 
-/** The main job's model as activities/core/warmstart.ts `startingPolicy` builds it (its BPE fills the 1,024 ids). */
+/** The main job's model as compute/warmstart.ts `startingPolicy` builds it (its BPE fills the 1,024 ids). */
 function mainConfig(): ModelConfig {
   const m = CPU_SOKOBAN.model
   return {

@@ -1,12 +1,12 @@
 // The update and rescore phases of the main job's iteration (the cpu-sokoban preset's Stage 2), BEFORE issue 42's
 // trainer (commit f9489c5, checked out as a git worktree: weights fed to every run, gradients fetched, the JS AdamW)
 // and AFTER it (this tree), through the worker engine the product runs (createWorkerEngine, 2 ORT threads). The core
-// functions `rescore()` and `update()` of activities/core/, not Temporal. Child processes alternate between the two
+// functions `rescore()` and `update()` of compute/ (activities/core/ before the split), not Temporal. Child processes alternate between the two
 // trees (before, after, then after, before, …), each timing one rescore and one update on a fresh engine (cold:
 // graphs built and sessions made inside the phase, as a phase on a fresh worker) and then a second rescore and
 // update on the same engine (warm: the sessions exist, as on a worker that ran the previous iteration).
 // The inputs are made once, here, in this tree, and read by every child: a checkpoint of the main job's model
-// (random weights, a BPE of the inputs' texts, as activities/core/warmstart.ts `startingPolicy` makes it) and one
+// (random weights, a BPE of the inputs' texts, as compute/warmstart.ts `startingPolicy` makes it) and one
 // iteration's rollout: 16 tasks × 8 samples of sokoban played by the expert with a quarter of random actions
 // (~the 900 step samples of one main-job iteration), every other trajectory with an episode-skill teacher block,
 // the reference a second policy of the same checkpoint (an iteration after the first).
@@ -15,14 +15,15 @@
 //   node --import tsx bench/phases-ab.ts               # BENCH_REPEATS=3 children per tree
 //   SEEDFLOW_BEFORE_TREE=/elsewhere BENCH_REPEATS=5 node --import tsx bench/phases-ab.ts
 import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { checkpointCodec } from '../activities/core/policy.ts'
-import { stepPrompt } from '../activities/core/prompts.ts'
-import type { RolloutTrajectory } from '../activities/core/rollout.ts'
-import { sampleTasks } from '../activities/core/rollout.ts'
+import { checkpointCodec } from '../compute/policy.ts'
+import { stepPrompt } from '../compute/prompts.ts'
+import type { RolloutTrajectory } from '../compute/rollout.ts'
+import { sampleTasks } from '../compute/rollout.ts'
 import { getEnv } from '../envs/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { trainByteLevelBpe } from '../policy/bpe-trainer.ts'
@@ -130,13 +131,18 @@ interface ChildResult {
   peakRssMiB: number
 }
 
-/** One child: the phases on `root`'s code (its own activities/core and engine), timed. */
+/** Where `root`'s tree keeps the phases' compute: compute/, or activities/core/ before the folder split. */
+function computeDir(root: string): string {
+  return existsSync(resolve(root, 'compute/index.ts')) ? 'compute' : 'activities/core'
+}
+
+/** One child: the phases on `root`'s code (its own compute and engine), timed. */
 async function child(root: string): Promise<ChildResult> {
-  const core = (await import(resolve(root, 'activities/core/index.ts'))) as typeof import('../activities/core/index.ts')
+  const core = (await import(resolve(root, computeDir(root), 'index.ts'))) as typeof import('../compute/index.ts')
   const engines = (await import(resolve(root, 'engine/index.ts'))) as typeof import('../engine/index.ts')
   const { lossTerms } = (await import(
-    resolve(root, 'activities/core/plan.ts')
-  )) as typeof import('../activities/core/plan.ts')
+    resolve(root, computeDir(root), 'plan.ts')
+  )) as typeof import('../compute/plan.ts')
   const inputs = JSON.parse(await readFile(INPUTS, 'utf8')) as Inputs
   const weights = new Map<string, Float32Array>()
   for (const [name, b64] of Object.entries(inputs.checkpoint.weights)) {
@@ -315,7 +321,7 @@ async function main(): Promise<void> {
   )
   const report = {
     date: new Date().toISOString(),
-    what: 'rescore() and update() (+ toCheckpoint) of activities/core over createWorkerEngine, before (f9489c5) and after (this tree), child processes alternating',
+    what: 'rescore() and update() (+ toCheckpoint) of compute/ over createWorkerEngine, before (f9489c5) and after (this tree), child processes alternating',
     threads: THREADS,
     repeats: REPEATS,
     inputs: {

@@ -41,7 +41,7 @@ import {
   update,
   warmstart,
   withLora,
-} from '../activities/core/index.ts'
+} from '../compute/index.ts'
 import { createLocalEngine } from '../engine/index.ts'
 import { getEnv } from '../envs/index.ts'
 import { mixSeed } from '../envs/rng.ts'
@@ -144,7 +144,7 @@ try {
       `eval: ${tasks} validation tasks from seed ${seedStart}, ${full ? 'full' : 'compact'} prompt, ` +
         `${maxEnvSteps} steps, ${prompt.maxResponseTokens} response tokens, T = ${temperature}, ${threads} thread(s)`,
     )
-    // the rollout `evaluate` runs (activities/core/evaluate.ts), kept here for the responses themselves
+    // the rollout `evaluate` runs (compute/evaluate.ts), kept here for the responses themselves
     const r = await rollout(policy, {
       env: 'household',
       tasks: Array.from({ length: tasks }, (_, i) => ({ split: 'validation' as const, seed: seedStart + i })),

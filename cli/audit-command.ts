@@ -1,7 +1,8 @@
 // `seedflow audit <run>`: every artifact hash and lineage link of a run, read from the store the run used (the
 // local folder by default, S3 through SEEDFLOW_S3_* as the other commands), without a Temporal server.
-import { type AuditProblem, type AuditReport, auditRun, UnknownRunError } from '../activities/audit.ts'
+
 import { localPaths } from '../infra/local-stack.ts'
+import { type AuditProblem, type AuditReport, auditRun, UnknownRunError } from '../records/audit.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { InvalidRunIdError } from '../store/keys.ts'

@@ -3,9 +3,9 @@
 // (`--run <id> --iteration <k>`, k an iteration, base, stage1 or final).
 import { stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { loadCheckpoint } from '../activities/checkpoint-store.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../policy/hf-import.ts'
+import { loadCheckpoint } from '../records/checkpoint-store.ts'
 import type { RunConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { RunInputError, recordedRunConfig, runCheckpoint } from './run-checkpoint.ts'

@@ -10,10 +10,10 @@ import {
   evaluationSeed,
   evaluationSkills,
   loadPolicy,
-} from '../activities/core/index.ts'
-import { readSkillLibrary } from '../activities/skill-library.ts'
+} from '../compute/index.ts'
 import { createLocalEngine } from '../engine/index.ts'
 import { localPaths } from '../infra/local-stack.ts'
+import { readSkillLibrary } from '../records/skill-library.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
 import { ENV_STEP_CAPS, type PromptSettings, RUN_ENV_NAMES, type RunEnvName } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'

@@ -1,10 +1,11 @@
 // `seedflow export-dumps <run> --format <format>`: a run's per-step dumps in another trainer's layout, for
 // comparing runs across implementations, read from the run's store (the local folder by default, S3 through
 // SEEDFLOW_S3_* as the other commands) without a Temporal server. One exporter per format in DUMP_FORMATS.
-import { UnknownRunError } from '../activities/audit.ts'
+
 import { exportTensorBoard } from '../exports/tensorboard-run.ts'
 import { exportVerlDumps } from '../exports/verl-dumps.ts'
 import { localPaths } from '../infra/local-stack.ts'
+import { UnknownRunError } from '../records/audit.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { InvalidRunIdError } from '../store/keys.ts'

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { SEEDFLOW_VERSION } from '../activities/seedflow-version.ts'
+import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import { chatCommand } from './chat-command.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'

@@ -3,7 +3,7 @@
 // long activities (warm-start steps and validation checks). One line per change; the same in a terminal and a log.
 import { type Client, type WorkflowExecutionDescription, WorkflowNotFoundError } from '@temporalio/client'
 import { defaultPayloadConverter } from '@temporalio/common'
-import type { AnnotationCounts, PhaseProgress } from '../activities/contracts.ts'
+import type { AnnotationCounts, PhaseProgress } from '../records/contracts.ts'
 import { type Evaluation, type RunStatus, statusQuery } from '../workflows/seed-run.ts'
 import { operatorHint } from './operator-hints.ts'
 

@@ -4,8 +4,8 @@
 // that cannot be read is left out, named on the page and in a warning line, and the report is still written (exit 0).
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
-import { UnknownRunError } from '../activities/audit.ts'
 import { localPaths } from '../infra/local-stack.ts'
+import { UnknownRunError } from '../records/audit.ts'
 import { type WrittenReport, writeReport } from '../report/write-report.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { assertValidRunId, InvalidRunIdError } from '../store/keys.ts'

@@ -2,7 +2,7 @@
 // and `seedflow export`: the latest attempt of each (a recomputed phase writes beside the first), and the phase
 // manifest that recorded it. A checkpoint that retention pruned is refused, naming the record that pruned it.
 
-import type { PhaseManifest } from '../activities/phase.ts'
+import type { PhaseManifest } from '../records/phase-manifest.ts'
 import { parseRunConfig, type RunConfig } from '../seed/config.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { latestAttempt } from '../store/attempts.ts'

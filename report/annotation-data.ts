@@ -1,7 +1,7 @@
 // How Stage 1's annotation went, from the manifest of the phase that annotated (`sft` for Stage 1, `annotate` for
 // rows that read the library but start from the base): how many trajectories got a skill, and for those that did
 // not, why (the failure codes and a reason of each, from the annotations file the manifest lists).
-import { parseSkillLines } from '../activities/skill-library.ts'
+import { parseSkillLines } from '../records/skill-library.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { getExpected } from '../store/json.ts'
 import type { DamageLog } from './damage.ts'

@@ -2,7 +2,7 @@
 // so the page needs no script and no network. One figure per quantity: held-out success per evaluation with its
 // interval, then one per iteration metric (a run is one colour; a figure with two quantities, such as the teacher
 // gap on expert vs other actions, names both in the legend), and where the wall time went.
-import type { IterationMetricName } from '../activities/iteration-metrics.ts'
+import type { IterationMetricName } from '../records/iteration-metrics.ts'
 import { type IterationData, phaseTimes, type RunData } from './run-data.ts'
 import { vegaLiteSvg } from './vega-svg.ts'
 

@@ -2,7 +2,7 @@
 // JSON, gzip or rescore format it should be, a listed object that vanished. The report leaves out what they hold,
 // names each on the page and goes on, so one bad file never costs the whole report. Anything else (the store
 // unreachable, access refused, a bug) is no damage of the run and still throws.
-import { RescoreFormatError } from '../activities/rescore-format.ts'
+import { RescoreFormatError } from '../records/rescore-format.ts'
 import { isDamagedObject } from '../store/errors.ts'
 import { html, type Markup } from './html.ts'
 

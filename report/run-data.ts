@@ -3,12 +3,12 @@
 // hyperparameter changes, Stage 1's annotation counts and where the time went. Works for a finished, running or
 // failed run: what is not written yet is simply absent, what cannot be read is named, and the latest attempt of
 // each artifact is the one read.
-import { UnknownRunError } from '../activities/audit.ts'
-import type { RunPlan } from '../activities/contracts.ts'
-import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../activities/hyperparameters.ts'
-import { METRIC_PHASES } from '../activities/iteration-metrics.ts'
-import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
-import type { RunRecord } from '../activities/record-run.ts'
+import { UnknownRunError } from '../records/audit.ts'
+import type { RunPlan } from '../records/contracts.ts'
+import { type RecordedHyperparameterChange, readHyperparameterChanges } from '../records/hyperparameters.ts'
+import type { IterationMetricsRecord } from '../records/iteration-metrics.ts'
+import { METRIC_PHASES } from '../records/iteration-metrics.ts'
+import type { RunRecord } from '../records/record-run.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { keys } from '../store/keys.ts'

@@ -3,16 +3,17 @@
 // student log-probs per response token), joined by trajectory and step, with the tokens as text through the
 // run's own tokenizer. The gate is σ(β·(teacher − student)) with the student at π_old (the update recomputes it
 // with the live weights, which start equal), β the iteration's opdBeta.
-import type { RunPlan, Snapshot } from '../activities/contracts.ts'
-import type { SkillRecord } from '../activities/core/analyze.ts'
-import type { ScoredSample } from '../activities/core/rescore.ts'
-import type { RolloutTrajectory } from '../activities/core/rollout.ts'
-import { runConfigOf } from '../activities/hyperparameters.ts'
-import type { IterationMetricsRecord } from '../activities/iteration-record.ts'
-import { decodeJsonlGz } from '../activities/jsonl.ts'
-import { decodeRescore } from '../activities/rescore-format.ts'
-import { parseSkillLines } from '../activities/skill-library.ts'
+
+import type { SkillRecord } from '../compute/analyze.ts'
+import type { ScoredSample } from '../compute/rescore.ts'
+import type { RolloutTrajectory } from '../compute/rollout.ts'
 import { TextTokenizer } from '../policy/tokenizer.ts'
+import type { RunPlan, Snapshot } from '../records/contracts.ts'
+import { runConfigOf } from '../records/hyperparameters.ts'
+import type { IterationMetricsRecord } from '../records/iteration-metrics.ts'
+import { decodeJsonlGz } from '../records/jsonl.ts'
+import { decodeRescore } from '../records/rescore-format.ts'
+import { parseSkillLines } from '../records/skill-library.ts'
 import { runConfig } from '../seed/config.ts'
 import { ChoiceText } from '../serve/choice-text.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'

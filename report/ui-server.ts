@@ -6,8 +6,8 @@
 // percent-escape, too many runs) is answered 400, and no request can take the server down.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { UnknownRunError } from '../activities/audit.ts'
-import type { RunRecord } from '../activities/record-run.ts'
+import { UnknownRunError } from '../records/audit.ts'
+import type { RunRecord } from '../records/record-run.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { InvalidRunIdError, keys, RUN_ID_PATTERN } from '../store/keys.ts'

@@ -3,7 +3,7 @@
 // an inserted block (skill) and the response are never cut, and a block that cannot fit even without history is
 // dropped whole, with a reason the caller counts. `left` (the reference's): the full rendering is kept and the
 // leftmost tokens of its tokenization are cut; this module says how many, the codec cuts the ids
-// (activities/core/prompts.ts). Pure functions over strings, given the tokenizer's count.
+// (compute/prompts.ts). Pure functions over strings, given the tokenizer's count.
 import { type AnalyzerEpisode, analyzerPrompt } from './analyzer.ts'
 import { SeedInputError } from './errors.ts'
 import { insertBlock } from './skill-context.ts'
@@ -180,7 +180,7 @@ export function fitAnalyzerPrompt(episode: AnalyzerEpisode, budget: PromptBudget
 
 /**
  * `left` truncation of a whole prompt: unchanged when it fits; otherwise the same text with the count of leftmost
- * tokens to cut, keeping exactly `limit` (the codec cuts the ids: activities/core/prompts.ts).
+ * tokens to cut, keeping exactly `limit` (the codec cuts the ids: compute/prompts.ts).
  */
 function fitLeft(prompt: string, limit: number, countTokens: CountTokens, what: string): FitResult {
   const tokens = countTokens(prompt)

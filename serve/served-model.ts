@@ -1,5 +1,5 @@
 // The served model: the plain policy (no analyzer, no skills) with its tokenizer, chat template and end tokens.
-import { checkpointCodec } from '../activities/core/policy.ts'
+import { checkpointCodec } from '../compute/policy.ts'
 import { type ChatMessage, type ChatTemplate, chatTemplateOf } from '../policy/chat-template.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import { TextTokenizer } from '../policy/tokenizer.ts'

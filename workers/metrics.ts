@@ -1,12 +1,12 @@
 // seedflow's own Prometheus metrics of one worker process (the Temporal SDK exports its own on a second port,
 // see metricsRuntimeOptions). Everything comes from what the phase wrapper already reports: each finished shard's
 // event carries its manifest's statistics, and the `metrics` phase's statistics are the iteration's headline
-// metrics (activities/iteration-metrics.ts); failures come from an activity interceptor.
+// metrics (records/iteration-metrics.ts); failures come from an activity interceptor.
 import { createServer, type Server } from 'node:http'
 import type { ActivityInterceptorsFactory } from '@temporalio/worker'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import type { IterationMetricName } from '../activities/iteration-metrics.ts'
 import type { PhaseEvent } from '../activities/phase.ts'
+import type { IterationMetricName } from '../records/iteration-metrics.ts'
 
 /** The gauges set from an iteration's headline metrics (the `metrics` phase): metric name → gauge + labels. */
 const LOSS_TERMS = {

@@ -1,11 +1,11 @@
 // Deterministic: runs in the workflow sandbox. One proxy per task queue (docs/design.md §10.1), each queue derived
 // from the one the workflow runs on (workers/task-queues.ts): a run on its own queues keeps all its work there.
 import { ActivityFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow'
-import type { PipelineActivities } from '../activities/contracts.ts'
-import { NON_RETRYABLE_TYPES } from '../activities/failures.ts'
+import type { PipelineActivities } from '../records/contracts.ts'
+import { NON_RETRYABLE_TYPES } from '../records/failures.ts'
 import { taskQueuesOf } from '../workers/task-queues.ts'
 
-/** The failures of the one fatal-error table (activities/failures.ts) fail at once; the rest retries with backoff. */
+/** The failures of the one fatal-error table (records/failures.ts) fail at once; the rest retries with backoff. */
 const retry = {
   maximumAttempts: 3,
   initialInterval: '2 seconds',

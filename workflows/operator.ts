@@ -11,7 +11,7 @@ import type {
   HyperparameterChange,
   RunRef,
   StoreRef,
-} from '../activities/contracts.ts'
+} from '../records/contracts.ts'
 
 export const pauseSignal = defineSignal('pause')
 export const resumeSignal = defineSignal('resume')

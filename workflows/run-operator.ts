@@ -16,7 +16,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { HyperparameterChange, RunRef } from '../activities/contracts.ts'
+import type { HyperparameterChange, RunRef } from '../records/contracts.ts'
 import { checkOverrides, type HyperparameterOverrides } from '../seed/hyperparameters.ts'
 import { control } from './activity-proxies.ts'
 import {

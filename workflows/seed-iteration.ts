@@ -1,6 +1,6 @@
 // Deterministic: runs in the workflow sandbox. One Stage 2 iteration, read top to bottom like the paper.
 import { ApplicationFailure, log, patched, setHandler } from '@temporalio/workflow'
-import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../activities/contracts.ts'
+import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../records/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
 import { control, MODEL_AFFINITY, modelQueues, onResidentWorker } from './activity-proxies.ts'
 import { ABORTED_TYPE, type IterationStatus, iterationStatusQuery, setRunSignal } from './operator.ts'

@@ -21,8 +21,8 @@ import type {
   RunPlan,
   RunRef,
   StoreRef,
-} from '../activities/contracts.ts'
-import { targetLabel } from '../activities/evaluation-target.ts'
+} from '../records/contracts.ts'
+import { targetLabel } from '../records/evaluation-target.ts'
 import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import { boundProblems, runIdProblems, unknownKeyProblems } from '../seed/config-problems.ts'
 import type { HyperparameterOverrides } from '../seed/hyperparameters.ts'

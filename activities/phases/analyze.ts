@@ -1,11 +1,11 @@
 // Analyze, one shard: the analyzer (π_k, or π_0 for seed-static) writes a skill for each of the shard's trajectories.
 
+import { analyze } from '../../compute/index.ts'
+import type { AnalyzeInput } from '../../records/contracts.ts'
+import { fatal } from '../../records/failures.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { isFormatPlaceholder } from '../../seed/index.ts'
 import { keys } from '../../store/keys.ts'
-import type { AnalyzeInput } from '../contracts.ts'
-import { analyze } from '../core/index.ts'
-import { fatal } from '../failures.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 
 const needs = (c: RunConfig) => ({ algorithm: c.algorithm, prompt: c.prompt, analyzer: c.stage2.analyzer })

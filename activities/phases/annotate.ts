@@ -4,14 +4,14 @@
 // library but start from the base run it alone. The external annotator's replies are stored one per prompt hash
 // as they arrive (keys.sftReply), outside any attempt, so a retried attempt reuses them.
 
+import { annotateStage1, type Policy } from '../../compute/index.ts'
+import { type ReplyStore, StoredReplySchema } from '../../compute/openai-annotator.ts'
+import type { AnnotationCounts, CheckpointRef, RunRef } from '../../records/contracts.ts'
+import { encodeJsonlGz } from '../../records/jsonl.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import type { AnnotationCounts, CheckpointRef, RunRef } from '../contracts.ts'
-import { annotateStage1, type Policy } from '../core/index.ts'
-import { type ReplyStore, StoredReplySchema } from '../core/openai-annotator.ts'
-import { encodeJsonlGz } from '../jsonl.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 
 /** Stage 1's annotation of the base policy's rollouts, written to the store. */

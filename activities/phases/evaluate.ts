@@ -2,15 +2,16 @@
 // of the run's evaluations (slot 0: the periodic `evaluation.split`; slot n: the n-th of `evaluation.splits`,
 // at the start checkpoints and the end). The per-task records go to the stored evaluation; the workflow gets
 // the summary.
+
+import { evaluate } from '../../compute/index.ts'
+import { evaluationSeed, evaluationSkills } from '../../compute/plan.ts'
+import type { EvaluateInput, EvaluationTarget, RunRef } from '../../records/contracts.ts'
+import { targetLabel } from '../../records/evaluation-target.ts'
+import { fatal } from '../../records/failures.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import type { EvaluateInput, EvaluationTarget, RunRef } from '../contracts.ts'
-import { evaluate } from '../core/index.ts'
-import { evaluationSeed, evaluationSkills } from '../core/plan.ts'
-import { targetLabel } from '../evaluation-target.ts'
-import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 
 /** An evaluate input from a worker of before typed targets: `iteration` −1 with label `base` or `stage 1`. */

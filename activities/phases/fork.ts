@@ -3,14 +3,14 @@
 // 1's checkpoint and skill library from `stage1` on; iteration k's checkpoint (with its optimizer state) for a
 // fork at `{ iteration: k }`, with the KL reference and analyzer that iteration's snapshot names.
 
+import type { CheckpointRef, ForkPoint, ForkSummary, RunRef, Snapshot } from '../../records/contracts.ts'
+import { ForkError } from '../../records/failures.ts'
+import type { PhaseManifest } from '../../records/phase-manifest.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import type { ArtifactStore, ObjectInfo } from '../../store/artifact-store.ts'
 import { latestAttempt } from '../../store/attempts.ts'
 import { getExpected, getJson } from '../../store/json.ts'
 import { CHECKPOINT_FILES, keys, type Phase } from '../../store/keys.ts'
-import type { CheckpointRef, ForkPoint, ForkSummary, RunRef, Snapshot } from '../contracts.ts'
-import { ForkError } from '../failures.ts'
-import type { PhaseManifest } from '../phase.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, folderOf, MODEL_FILE } from '../phase-io.ts'
 

@@ -1,15 +1,16 @@
 // Rescore: every step sample of the iteration scored under π_old, the KL reference and, where the row
-// distills, the teacher (π_k reading the block the plan gives each trajectory: activities/core/plan.ts) and, with
+// distills, the teacher (π_k reading the block the plan gives each trajectory: compute/plan.ts) and, with
 // the `control` OPD gate, π_k reading another task's block.
+
+import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../../compute/index.ts'
+import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../../compute/plan.ts'
+import type { RescoreInput } from '../../records/contracts.ts'
+import { fatal } from '../../records/failures.ts'
+import { encodeRescore } from '../../records/rescore-format.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import type { RescoreInput } from '../contracts.ts'
-import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../core/index.ts'
-import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../core/plan.ts'
-import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
-import { encodeRescore } from '../rescore-format.ts'
 
 const needs = (c: RunConfig) => ({
   seed: c.seed,

@@ -1,12 +1,13 @@
-// Rollout, one shard: the shard's tasks of the iteration's plan (activities/core/plan.ts), each episode seeded by
+// Rollout, one shard: the shard's tasks of the iteration's plan (compute/plan.ts), each episode seeded by
 // its global index, acted by π_k (with a library skill in the prompt where the row acts with one).
+
+import { rollout } from '../../compute/index.ts'
+import { actingSkills, iterationPlan, libraryUse, shardTasks } from '../../compute/plan.ts'
+import type { ShardInput } from '../../records/contracts.ts'
+import { encodeJsonlGz } from '../../records/jsonl.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import type { ShardInput } from '../contracts.ts'
-import { rollout } from '../core/index.ts'
-import { actingSkills, iterationPlan, libraryUse, shardTasks } from '../core/plan.ts'
-import { encodeJsonlGz } from '../jsonl.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { numericStats } from '../phase-io.ts'
 

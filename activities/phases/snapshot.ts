@@ -1,7 +1,8 @@
 // Snapshot: the weights one iteration acts, scores and analyzes with, fixed in snapshot.json before any shard runs.
+
+import type { ArtifactRef, Snapshot, SnapshotInput } from '../../records/contracts.ts'
 import { putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import type { ArtifactRef, Snapshot, SnapshotInput } from '../contracts.ts'
 import { type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { artifactRef } from '../phase-io.ts'
 

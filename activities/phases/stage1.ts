@@ -1,11 +1,11 @@
 // Stage 1: the base policy's rollouts annotated by the oracle (annotate.ts), then supervised fine-tuning on
 // acting and skill-writing pairs → π_0, the start checkpoint and KL reference of the SEED rows.
 
+import { LORA_SEED, poolLossStats, toCheckpoint, trainStage1, withLora } from '../../compute/index.ts'
 import { mixSeed } from '../../envs/rng.ts'
+import type { CheckpointRef, RunRef, StageSummary } from '../../records/contracts.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import type { CheckpointRef, RunRef, StageSummary } from '../contracts.ts'
-import { LORA_SEED, poolLossStats, toCheckpoint, trainStage1, withLora } from '../core/index.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { annotation } from './annotate.ts'

@@ -1,19 +1,19 @@
-// Update: the row's loss (activities/core/plan.ts lossTerms) over the rescored samples, one AdamW pass of
+// Update: the row's loss (compute/plan.ts lossTerms) over the rescored samples, one AdamW pass of
 // mini-batches from π_k's weights and optimizer state → π_{k+1}, written with its optimizer state; with
-// `stage2.stage1Mix`, then the mixed-in Stage-1 steps (activities/core/stage1-mix.ts).
+// `stage2.stage1Mix`, then the mixed-in Stage-1 steps (compute/stage1-mix.ts).
 
+import { LORA_SEED, poolLossStats, toCheckpoint, update, withLora } from '../../compute/index.ts'
+import { lossTerms } from '../../compute/plan.ts'
+import { stage1Mix } from '../../compute/stage1-mix.ts'
 import { mixSeed } from '../../envs/rng.ts'
+import type { UpdateInput, UpdateSummary } from '../../records/contracts.ts'
+import { fatal } from '../../records/failures.ts'
+import { decodeRescore } from '../../records/rescore-format.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { getExpected } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
-import type { UpdateInput, UpdateSummary } from '../contracts.ts'
-import { LORA_SEED, poolLossStats, toCheckpoint, update, withLora } from '../core/index.ts'
-import { lossTerms } from '../core/plan.ts'
-import { stage1Mix } from '../core/stage1-mix.ts'
-import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
-import { decodeRescore } from '../rescore-format.ts'
 
 /** The streams of `padToMiniBatch`'s copies and of the mixed-in Stage-1 steps within the iteration's seed. */
 const PAD_STREAM = 0x9ad

@@ -2,11 +2,11 @@
 // it has warm-start settings): the built-in model from scratch, or an imported model from its folder's weights
 // (read as the import phase reads it; the folder's file hashes are then inputs of this phase too).
 import { resolve } from 'node:path'
+import { poolLossStats, type WarmstartInput, warmstart } from '../../compute/index.ts'
+import type { RunRef, StageSummary } from '../../records/contracts.ts'
+import { fatal } from '../../records/failures.ts'
 import type { RunConfig } from '../../seed/config.ts'
 import { keys } from '../../store/keys.ts'
-import type { RunRef, StageSummary } from '../contracts.ts'
-import { poolLossStats, type WarmstartInput, warmstart } from '../core/index.ts'
-import { fatal } from '../failures.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
 import { checkpointOf, MODEL_FILE, numericStats, writeCheckpoint } from '../phase-io.ts'
 import { folderHashes, readImportedFolder } from './import.ts'

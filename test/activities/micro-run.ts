@@ -9,7 +9,7 @@ import type {
   RunPlan,
   RunRef,
   UpdateSummary,
-} from '../../activities/contracts.ts'
+} from '../../records/contracts.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import type { RunConfig } from '../../seed/config.ts'
 

@@ -9,7 +9,7 @@ import type { Engine } from '../../engine/index.ts'
 import type { ArtifactStore } from '../../store/artifact-store.ts'
 import { StoreAccessError, StoreUnavailableError } from '../../store/errors.ts'
 import { describeFailure } from '../../workflows/operator.ts'
-import { microConfig } from './core/micro.ts'
+import { microConfig } from '../compute/micro.ts'
 
 /** A store whose every operation fails with `error`. */
 function failingStore(error: Error): ArtifactStore {

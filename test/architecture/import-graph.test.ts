@@ -2,11 +2,14 @@
 // (all the source directories and test/: a helper of the tests that closed a circle with the code it tests, or
 // source that imported a test, would be as wrong as a circle in the source). Type-only imports count: an
 // `import type`, `import { type X }`, `export … from` and `import('…')` types tie two modules together for the
-// reader and for tsc just as a value import does. Two rules:
+// reader and for tsc just as a value import does. Three rules:
 //   - no import cycle, except the engine's op table (the builder, the op definitions and the ops written with
 //     the builder: inherent to rules written with it), named file by file below;
-//   - nothing in store/ or activities/ imports infra/ (fault injection and servers are wired in by the workers'
-//     composition roots, not called from inside the layers they exercise).
+//   - the source folders stand on floors (FLOORS below, docs/design.md §2): a folder imports only folders on
+//     lower floors, never one on its own floor or above (the readers of a finished run, report/ and exports/,
+//     read it through records/, not through the activities that wrote it);
+//   - nothing in store/, compute/, records/ or activities/ imports infra/ (fault injection and servers are wired
+//     in by the workers' composition roots, not called from inside the layers they exercise).
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
@@ -29,8 +32,31 @@ const OP_TABLE = new Set([
   'engine/ops/shape-ops.ts',
 ])
 
+/**
+ * The floor of each top-level source folder: an import runs from a higher floor to a lower one only. A new
+ * folder must be given its floor here by name. test/ stands above them all and is not listed.
+ */
+const FLOORS: Readonly<Record<string, number>> = {
+  engine: 1,
+  store: 1,
+  envs: 1,
+  infra: 2,
+  policy: 2,
+  seed: 3,
+  compute: 4,
+  records: 5,
+  serve: 5,
+  activities: 6,
+  report: 6,
+  workers: 7,
+  exports: 7,
+  workflows: 8,
+  cli: 9,
+  bench: 10,
+}
+
 /** Layers that must not import infra/. */
-const NO_INFRA = ['store/', 'activities/']
+const NO_INFRA = ['store/', 'compute/', 'records/', 'activities/']
 
 interface Edge {
   from: string
@@ -197,7 +223,7 @@ describe('import graph (type-only imports included)', () => {
 
   it('sees the whole project, type-only imports too', () => {
     assert.ok(graph.files.length > 100, `only ${graph.files.length} files`)
-    for (const dir of ['activities/', 'store/', 'infra/', 'workflows/', 'engine/', 'test/'])
+    for (const dir of ['activities/', 'records/', 'compute/', 'store/', 'infra/', 'workflows/', 'engine/', 'test/'])
       assert.ok(
         graph.files.some((f) => f.startsWith(dir)),
         `no file under ${dir}`,
@@ -219,14 +245,38 @@ describe('import graph (type-only imports included)', () => {
     )
   })
 
-  it('has no import from store/ or activities/ into infra/', () => {
+  it('gives every source folder a floor', () => {
+    const folders = new Set(graph.files.map((f) => f.split('/')[0] as string).filter((d) => d !== 'test'))
+    const unplaced = [...folders].filter((d) => !d.endsWith('.ts') && FLOORS[d] === undefined)
+    assert.deepEqual(unplaced, [], `folders without a floor in FLOORS: ${unplaced.join(', ')}`)
+  })
+
+  it('has no import from a folder into one on its own floor or above', () => {
+    const upward = graph.edges
+      .filter((e) => {
+        const from = FLOORS[e.from.split('/')[0] as string]
+        const to = FLOORS[e.to.split('/')[0] as string]
+        return from !== undefined && to !== undefined && e.from.split('/')[0] !== e.to.split('/')[0] && from <= to
+      })
+      .map((e) => {
+        const [a, b] = [e.from.split('/')[0] as string, e.to.split('/')[0] as string]
+        return `  ${e.from}:${e.line} (floor ${FLOORS[a]}) → ${e.to} (floor ${FLOORS[b]})  ${e.text}`
+      })
+    assert.equal(
+      upward.length,
+      0,
+      `${upward.length} import${upward.length === 1 ? '' : 's'} not pointing down a floor:\n${upward.join('\n')}`,
+    )
+  })
+
+  it('has no import from store/, compute/, records/ or activities/ into infra/', () => {
     const offending = graph.edges
       .filter((e) => NO_INFRA.some((dir) => e.from.startsWith(dir)) && e.to.startsWith('infra/'))
       .map((e) => `  ${e.from}:${e.line} → ${e.to}  ${e.text}`)
     assert.equal(
       offending.length,
       0,
-      `${offending.length} import${offending.length === 1 ? '' : 's'} into infra/ from store/ or activities/:\n${offending.join('\n')}`,
+      `${offending.length} import${offending.length === 1 ? '' : 's'} into infra/ from store/, compute/, records/ or activities/:\n${offending.join('\n')}`,
     )
   })
 })

@@ -11,8 +11,8 @@ import type { RunConfig } from '../../seed/config.ts'
 import { type ArtifactStore, listAll } from '../../store/artifact-store.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { keys } from '../../store/keys.ts'
-import { microConfig } from '../activities/core/micro.ts'
 import { type MicroRun, runMicro } from '../activities/micro-run.ts'
+import { microConfig } from '../compute/micro.ts'
 
 const RUN = 'bundle-run'
 

@@ -15,7 +15,7 @@ import { annotatorKeyProblem, checkRunSettings, runAnnotates } from '../../cli/r
 import { freePort } from '../../infra/ports.ts'
 import { type RunConfig, runConfig } from '../../seed/config.ts'
 import { InvalidFaultSpec, validateFaultVariable } from '../../workers/faults.ts'
-import { microConfig } from '../activities/core/micro.ts'
+import { microConfig } from '../compute/micro.ts'
 import { seedflow } from './seedflow-process.ts'
 
 const KEY = `SEEDFLOW_TEST_ANNOTATOR_KEY_${process.pid}`

@@ -8,12 +8,12 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import type { Client } from '@temporalio/client'
 import { defaultPayloadConverter } from '@temporalio/common'
-import type { AnnotationCounts, PhaseProgress } from '../../activities/contracts.ts'
 import { between } from '../../bench/readme-markers.ts'
 import { ELLIPSIS, TRANSCRIPT, transcriptBlock, transcriptExcerpt } from '../../bench/readme-transcript.ts'
 import { watchRun } from '../../cli/progress.ts'
 import { heldOutTable } from '../../cli/run-command.ts'
 import { PROJECT_ROOT } from '../../infra/tools.ts'
+import type { AnnotationCounts, PhaseProgress } from '../../records/contracts.ts'
 import type { Evaluation, RunStatus } from '../../workflows/seed-run.ts'
 
 const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8')

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Client, Connection } from '@temporalio/client'
-import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
+import { microConfig } from '../compute/micro.ts'
 import { testServers } from './servers.ts'
 
 describe('seedflow run (CLI, real dev server, folder store)', () => {

@@ -1,20 +1,20 @@
 // One iteration of the seed row through the Temporal path (seedRun → seedIteration → the activities on the
-// real dev server and S3 store), its artifacts checked against the pure plan (activities/core/plan.ts): each
+// real dev server and S3 store), its artifacts checked against the pure plan (compute/plan.ts): each
 // shard's tasks and episode numbering, the teacher context of every rescored sample (the analyzer's skill where
 // it wrote one, none where it did not). The run is a fork of a base run, evaluated on a second split at its
 // endpoints.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { RolloutTrajectory, SkillRecord } from '../../activities/core/index.ts'
-import { iterationPlan } from '../../activities/core/plan.ts'
-import { decodeJsonlGz } from '../../activities/jsonl.ts'
-import type { PhaseManifest } from '../../activities/phase.ts'
-import { decodeRescore } from '../../activities/rescore-format.ts'
-import { parseSkillLines } from '../../activities/skill-library.ts'
+import type { RolloutTrajectory, SkillRecord } from '../../compute/index.ts'
+import { iterationPlan } from '../../compute/plan.ts'
+import { decodeJsonlGz } from '../../records/jsonl.ts'
+import type { PhaseManifest } from '../../records/phase-manifest.ts'
+import { decodeRescore } from '../../records/rescore-format.ts'
+import { parseSkillLines } from '../../records/skill-library.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { S3ArtifactStore } from '../../store/s3-store.ts'
-import { microConfig, plannedShardEpisodes, shardEpisodes } from '../activities/core/micro.ts'
+import { microConfig, plannedShardEpisodes, shardEpisodes } from '../compute/micro.ts'
 import { type PipelineHarness, startPipeline } from './pipeline-harness.ts'
 
 const BASE = `plan-base-${process.pid}`

@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict'
 import { rm } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
-import type { PhaseManifest } from '../../activities/phase.ts'
+import type { PhaseManifest } from '../../records/phase-manifest.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import type { Manifest } from '../../store/manifest.ts'
-import { importedFixtureFolder, microImportedConfig } from '../activities/core/micro.ts'
+import { importedFixtureFolder, microImportedConfig } from '../compute/micro.ts'
 import {
   evaluationLabels,
   finishedPhases,

@@ -19,8 +19,8 @@ import { S3ArtifactStore } from '../../store/s3-store.ts'
 import { createLocalWorker } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
-import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
+import { microConfig } from '../compute/micro.ts'
 import { testServers } from './servers.ts'
 
 const PREFIX = `s3-access-${process.pid}`

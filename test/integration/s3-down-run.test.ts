@@ -12,7 +12,7 @@ import { createLocalWorker, type LocalWorker } from '../../workers/local.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
 import { seedRun } from '../../workflows/index.ts'
 import { statusQuery } from '../../workflows/seed-run.ts'
-import { microConfig } from '../activities/core/micro.ts'
+import { microConfig } from '../compute/micro.ts'
 import { startOwnS3Server, testServers } from './servers.ts'
 import { until } from './until.ts'
 

@@ -16,8 +16,8 @@ import { MAX_PATH_LENGTH } from '../../seed/config.ts'
 import { listAll } from '../../store/artifact-store.ts'
 import { keys } from '../../store/keys.ts'
 import { TASK_QUEUES } from '../../workers/task-queues.ts'
-import { microConfig } from '../activities/core/micro.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
+import { microConfig } from '../compute/micro.ts'
 import {
   baseConfigs,
   entryPointSample,

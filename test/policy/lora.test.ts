@@ -2,7 +2,7 @@
 // differences (float64), and a train step that moves the adapters only.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { CorePhaseError, toCheckpoint, withLora } from '../../activities/core/index.ts'
+import { CorePhaseError, toCheckpoint, withLora } from '../../compute/index.ts'
 import { createLocalEngine, type Feeds, type Graph } from '../../engine/index.ts'
 import { mulberry32 } from '../../envs/rng.ts'
 import { type Checkpoint, CheckpointError, decodeCheckpoint, encodeCheckpoint } from '../../policy/checkpoint.ts'

@@ -17,9 +17,9 @@ import { startUiServer } from '../../report/ui-server.ts'
 import { writeReport } from '../../report/write-report.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { keys } from '../../store/keys.ts'
-import { microConfig } from '../activities/core/micro.ts'
 import { runMicro } from '../activities/micro-run.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
+import { microConfig } from '../compute/micro.ts'
 
 const RUN = 'damaged-run'
 const engine = createLocalEngine({ threads: 1 })

@@ -16,7 +16,7 @@ import { checkOverrides } from '../../seed/hyperparameters.ts'
 import { cpuSokobanPreset } from '../../seed/presets/cpu.ts'
 import { paperPreset } from '../../seed/presets/paper.ts'
 import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
-import { microConfig, microImportedConfig } from '../activities/core/micro.ts'
+import { microConfig, microImportedConfig } from '../compute/micro.ts'
 import { baseConfigs, type FieldPath, HUGE_STRING_LENGTH, malformedConfigs, namesPath } from './malformed-configs.ts'
 
 /** The longest a bounded problem line can be: the cut plus its marker. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { checkOverrides, deepMerge, effectiveConfig } from '../../seed/hyperparameters.ts'
-import { microConfig } from '../activities/core/micro.ts'
+import { microConfig } from '../compute/micro.ts'
 
 const config = microConfig()
 

@@ -9,13 +9,13 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common'
-import { NON_RETRYABLE_TYPES } from '../../activities/failures.ts'
 import { createPipelineActivities } from '../../activities/pipeline.ts'
 import type { Engine } from '../../engine/index.ts'
+import { NON_RETRYABLE_TYPES } from '../../records/failures.ts'
 import { StoreFullError, StorePermissionError } from '../../store/errors.ts'
 import { FsArtifactStore, type FsStoreIo } from '../../store/fs-store.ts'
 import { describeFailure } from '../../workflows/operator.ts'
-import { microConfig } from '../activities/core/micro.ts'
+import { microConfig } from '../compute/micro.ts'
 
 /** A file-system call that fails as the kernel would, with `code` and the path it was given. */
 function failing(code: string, message: string) {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { describe, it } from 'node:test'
-import type { PipelineActivities } from '../../activities/contracts.ts'
+import type { PipelineActivities } from '../../records/contracts.ts'
 import { workerTaskQueues } from '../../workers/local.ts'
 import {
   runOfTaskQueue,

@@ -1,0 +1,202 @@
+// The algorithm's decisions for one Stage 2 iteration, as pure functions of the configuration, the iteration and
+// the algorithm row (docs/algorithm.md §12): the sampling seeds, which tasks, which skill each acting prompt and
+// each teacher prompt carries, which loss terms. The phase activities, the benchmark and the tests all ask here,
+// so an iteration is decided in one place. Every stream is keyed by a global index (task, episode, trajectory),
+// never by shard, so a run's trajectories do not depend on how a worker sized its shards.
+import { getEnv, trajectoryText } from '../envs/index.ts'
+import { mixSeed, mulberry32 } from '../envs/rng.ts'
+import type { TaskRef } from '../envs/types.ts'
+import type { AlgorithmName, AlgorithmRow } from '../seed/algorithms.ts'
+import { ALGORITHMS } from '../seed/algorithms.ts'
+import type { RunEnvName } from '../seed/config.ts'
+import type { LossTerms } from '../seed/losses.ts'
+import { episodeSkillBlock, hindsightBlock } from '../seed/skill-context.ts'
+import { CorePhaseError } from './policy.ts'
+import { type RolloutTrajectory, sampleTasks } from './rollout.ts'
+
+/** What of the configuration the plan reads. */
+export interface PlanConfig {
+  seed: number
+  env: RunEnvName
+  algorithm: AlgorithmName
+  stage2: { tasksPerStep: number; groupSize: number }
+}
+
+export interface IterationPlan {
+  env: RunEnvName
+  iteration: number
+  /** The iteration's root seed; every stream below derives from it. */
+  seed: number
+  /** The B train tasks of the iteration; a task's index is its group number. */
+  tasks: readonly TaskRef[]
+  groupSize: number
+  /** Seeds episode e's sampling stream as mixSeed(rolloutSeed, e), e = group · N + sample. */
+  rolloutSeed: number
+}
+
+/** The root seed of iteration k; the same for every row, so rows of one training seed see the same tasks. */
+export function iterationSeed(rootSeed: number, iteration: number): number {
+  return mixSeed(rootSeed, 0x5eed, iteration)
+}
+
+export function iterationPlan(config: PlanConfig, iteration: number): IterationPlan {
+  const seed = iterationSeed(config.seed, iteration)
+  return {
+    env: config.env,
+    iteration,
+    seed,
+    tasks: sampleTasks(config.env, 'train', config.stage2.tasksPerStep, mixSeed(seed, 1)),
+    groupSize: config.stage2.groupSize,
+    rolloutSeed: mixSeed(seed, 3),
+  }
+}
+
+/** The global task (group) indices of one rollout shard: every `shards`-th from `shard`, groups kept whole. */
+export function shardTasks(plan: IterationPlan, shard: number, shards: number): number[] {
+  return plan.tasks.map((_, index) => index).filter((index) => index % shards === shard)
+}
+
+/** The global index of an episode: its group's episodes are numbered consecutively. */
+export function episodeIndex(group: number, sample: number, groupSize: number): number {
+  return group * groupSize + sample
+}
+
+/** A uniform, seeded pick from the library for one global index (task or trajectory) of one stream. */
+function libraryPick(library: readonly string[], seed: number, stream: number, index: number): string {
+  if (library.length === 0) throw new CorePhaseError('the Stage 1 skill library is empty')
+  const rng = mulberry32(mixSeed(seed, stream, index))
+  return library[Math.floor(rng.next() * library.length)] as string
+}
+
+/**
+ * The oracle skill of the expert's own solution of `task`: the expert plays it from the start without mistakes and
+ * the environment's oracle analyzes that trajectory; null when the expert does not solve it.
+ */
+export function expertSkill(env: RunEnvName, task: TaskRef): string | null {
+  const e = getEnv(env)
+  const episode = e.reset(task)
+  while (!episode.done) episode.step(e.formatResponse(episode.expertAction()))
+  const trajectory = episode.trajectory()
+  return trajectory.info.won ? e.oracle(trajectory).output.episode_skill : null
+}
+
+/** Where the OPD teacher's block comes from (null: the row has no teacher). */
+export type TeacherSource = 'analysis' | 'library' | 'raw-trajectory' | 'oracle' | null
+
+export function teacherSource(row: AlgorithmRow): TeacherSource {
+  if (!row.rescore?.teacher) return null
+  switch (row.skillSource) {
+    case 'self-analysis':
+    case 'reference-analysis':
+      return 'analysis'
+    case 'library':
+      return 'library'
+    case 'raw-hindsight':
+      return 'raw-trajectory'
+    case 'oracle':
+      return 'oracle'
+    default:
+      return null
+  }
+}
+
+/** What of the Stage 1 library an iteration of the row reads. */
+export function libraryUse(row: AlgorithmRow): { acting: boolean; teacher: boolean } {
+  return { acting: row.actingSkill === 'library', teacher: teacherSource(row) === 'library' }
+}
+
+/** The acting skill of each of `tasks` (global task indices) for rows whose acting prompt carries one. */
+export function actingSkills(plan: IterationPlan, library: readonly string[], tasks: readonly number[]): string[] {
+  return tasks.map((task) => libraryPick(library, plan.seed, 2, task))
+}
+
+/**
+ * The teacher's block for every trajectory of the iteration (indexed by global trajectory id), or undefined
+ * when the row has no teacher: the skill the analyzer wrote for that trajectory (null where it wrote none), a
+ * library skill, the text of the group's first successful trajectory (`grpo-opsd`; none → no OPD), or the oracle
+ * skill of the expert's solution of the group's task (`seed-oracle`; the expert fails → no OPD).
+ */
+export function teacherBlocks(
+  plan: IterationPlan,
+  row: AlgorithmRow,
+  trajectories: readonly RolloutTrajectory[],
+  context: { analysis?: ReadonlyMap<number, string>; library?: readonly string[] },
+): (string | null)[] | undefined {
+  const source = teacherSource(row)
+  if (source === null) return undefined
+  const blocks: (string | null)[] = []
+  if (source === 'raw-trajectory') {
+    const byGroup = new Map<number, string>()
+    for (const t of trajectories) {
+      if (t.won && !byGroup.has(t.group)) byGroup.set(t.group, hindsightBlock(trajectoryText(t.trajectory)))
+    }
+    for (const t of trajectories) blocks[t.id] = byGroup.get(t.group) ?? null
+    return blocks
+  }
+  if (source === 'oracle') {
+    const byGroup = new Map<number, string | null>()
+    for (const t of trajectories) {
+      if (!byGroup.has(t.group)) {
+        const task = plan.tasks[t.group]
+        if (!task) throw new CorePhaseError(`trajectory ${t.id}: group ${t.group} is not a task of the plan`)
+        const skill = expertSkill(plan.env, task)
+        byGroup.set(t.group, skill === null ? null : episodeSkillBlock(skill))
+      }
+      blocks[t.id] = byGroup.get(t.group) ?? null
+    }
+    return blocks
+  }
+  for (const t of trajectories) {
+    if (source === 'library') {
+      if (!context.library) throw new CorePhaseError('the row teaches with library skills; no library was given')
+      blocks[t.id] = episodeSkillBlock(libraryPick(context.library, plan.seed, 4, t.id))
+    } else {
+      const skill = context.analysis?.get(t.id)
+      blocks[t.id] = skill ? episodeSkillBlock(skill) : null
+    }
+  }
+  return blocks
+}
+
+/**
+ * The control block of every taught trajectory (indexed by trajectory id) for the `control` OPD gate: the taught
+ * trajectories in id order, each takes the teacher block of the one half the list ahead (cyclically), stepping
+ * on past trajectories of its own group, so a control skill is always another task's. Null where there is no
+ * other group's block (and for trajectories without a teacher block).
+ */
+export function controlBlocks(
+  blocks: readonly (string | null)[],
+  trajectories: readonly RolloutTrajectory[],
+): (string | null)[] {
+  const taught = trajectories.filter((t) => blocks[t.id]).sort((a, b) => a.id - b.id)
+  const out = new Array<string | null>(Math.max(0, ...trajectories.map((t) => t.id + 1))).fill(null)
+  const half = Math.floor(taught.length / 2)
+  taught.forEach((t, i) => {
+    for (let k = 0; k < taught.length; k++) {
+      const other = taught[(i + Math.max(half, 1) + k) % taught.length]!
+      if (other.group !== t.group) {
+        out[t.id] = blocks[other.id] ?? null
+        return
+      }
+    }
+  })
+  return out
+}
+
+/** The loss terms of the row's update; a row without RL has none. */
+export function lossTerms(algorithm: AlgorithmName): LossTerms {
+  const terms = ALGORITHMS[algorithm].loss
+  if (!terms) throw new CorePhaseError(`algorithm ${algorithm} has no RL update`)
+  return terms
+}
+
+/** The root seed of an evaluation's sampling streams (the same for every checkpoint of a run). */
+export function evaluationSeed(rootSeed: number): number {
+  return mixSeed(rootSeed, 0xe7a1)
+}
+
+/** A library skill per evaluation task, drawn uniformly with a stream seeded from the evaluation seed. */
+export function evaluationSkills(library: readonly string[], tasks: number, seed: number): string[] {
+  const rng = mulberry32(mixSeed(seed, 1))
+  return Array.from({ length: tasks }, () => library[Math.floor(rng.next() * library.length)] as string)
+}

@@ -48,12 +48,6 @@ export interface TokenMask {
   rowsTotal?: Value
 }
 
-/** The whole batch's totals of a mask (TokenMask), for `aggregate`. */
-export interface MaskTotals {
-  mask?: Value | undefined
-  rows?: Value | undefined
-}
-
 /** Σ(x·mask) / (Σmask + ε), or over `total` (the whole batch's Σmask, TokenMask.maskTotal): a scalar. */
 export function maskedMean(op: Builder, x: Value, mask: Value, total?: Value): Value {
   const sum = op.ReduceSum(op.Mul(x, mask), undefined, { keepdims: 0 })
@@ -65,24 +59,24 @@ function rowMean(op: Builder, v: Value, rows?: Value): Value {
   return rows ? op.Div(op.ReduceSum(v, undefined, { keepdims: 0 }), rows) : op.ReduceMean(v, undefined, { keepdims: 0 })
 }
 
-/** One scalar from a (B, T) loss matrix (over the whole batch's `totals` when given). */
+/** One scalar from a (B, T) loss matrix (over the whole batch's `totals` when given: TokenMask). */
 export function aggregate(
   op: Builder,
   lossMat: Value,
   mask: Value,
   mode: Aggregation = 'token-mean',
-  totals: MaskTotals = {},
+  totals: Pick<TokenMask, 'maskTotal' | 'rowsTotal'> = {},
 ): Value {
   switch (mode) {
     case 'token-mean':
-      return maskedMean(op, lossMat, mask, totals.mask)
+      return maskedMean(op, lossMat, mask, totals.maskTotal)
     case 'seq-mean-token-mean': {
       const rows = op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }) // (B)
       const lengths = op.Add(op.ReduceSum(mask, [1], { keepdims: 0 }), LOSS_CONSTANTS.maskEpsilon) // (B)
-      return rowMean(op, op.Div(rows, lengths), totals.rows)
+      return rowMean(op, op.Div(rows, lengths), totals.rowsTotal)
     }
     case 'seq-mean-token-sum':
-      return rowMean(op, op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }), totals.rows)
+      return rowMean(op, op.ReduceSum(op.Mul(lossMat, mask), [1], { keepdims: 0 }), totals.rowsTotal)
     default:
       throw new LossConfigError(`unknown aggregation ${JSON.stringify(mode)}; expected one of ${AGGREGATIONS}`)
   }
@@ -145,7 +139,7 @@ export function ppoClipLoss(op: Builder, x: PpoInputs, options: PpoOptions = {})
     const dtype = s.dtype
     const total = x.maskTotal
     return {
-      loss: aggregate(op, perToken, mask, options.aggregation, totalsOf(x)),
+      loss: aggregate(op, perToken, mask, options.aggregation, x),
       clipFraction: maskedMean(op, op.Cast(op.Greater(clipped, unclipped), dtype), mask, total),
       clipFractionLower: maskedMean(
         op,
@@ -185,7 +179,7 @@ export function klLoss(
     const outer = LOSS_CONSTANTS.klValueClamp
     const d = clampLogRatio(op, op.Sub(x.refLogProbs, x.logProbs), options.clampLogRatio)
     const kl = op.Clip(op.Sub(op.Sub(op.Exp(d), d), 1), -outer, outer) // (B, T)
-    return { loss: aggregate(op, kl, x.mask, options.aggregation, totalsOf(x)) }
+    return { loss: aggregate(op, kl, x.mask, options.aggregation, x) }
   })
 }
 
@@ -202,7 +196,7 @@ export function entropyTerm(
 ): { loss: Value } {
   checkTokens('entropyTerm', { entropy: x.entropy, mask: x.mask })
   return op.scope('entropy', () => ({
-    loss: aggregate(op, x.entropy, x.mask, options.aggregation, totalsOf(x)),
+    loss: aggregate(op, x.entropy, x.mask, options.aggregation, x),
   }))
 }
 
@@ -286,7 +280,7 @@ export function opdLoss(
     const active = op.Cast(op.Greater(mask, 0), dtype)
     const total = x.distilledTotal
     return {
-      loss: aggregate(op, perToken, mask, options.aggregation, { mask: total, rows: x.rowsTotal }),
+      loss: aggregate(op, perToken, mask, options.aggregation, { maskTotal: total, rowsTotal: x.rowsTotal }),
       gateMean: maskedMean(op, gate, mask, total),
       positiveGapShare: maskedMean(op, op.Cast(op.Greater(gap, 0), dtype), mask, total),
       gapMean: maskedMean(op, gap, mask, total),
@@ -375,7 +369,7 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   if (config.terms.entropy) {
     const entropy = entropyTerm(
       op,
-      { ...totalsIn(x), entropy: need(x.entropy, 'entropy'), mask: x.mask },
+      { entropy: need(x.entropy, 'entropy'), mask: x.mask, maskTotal: x.maskTotal, rowsTotal: x.rowsTotal },
       { aggregation },
     ).loss
     result.entropy = entropy
@@ -389,8 +383,8 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
         teacherLogProbs: need(x.teacherLogProbs, 'teacherLogProbs'),
         sampleMask: need(x.opdSampleMask, 'opdSampleMask'),
         mask: x.mask,
-        ...totalsIn(x),
-        ...(x.distilledTotal ? { distilledTotal: x.distilledTotal } : {}),
+        rowsTotal: x.rowsTotal,
+        distilledTotal: x.distilledTotal,
         ...(config.opdGate === 'control' ? { controlLogProbs: need(x.controlLogProbs, 'controlLogProbs') } : {}),
       },
       {
@@ -406,7 +400,13 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   if (config.terms.kl) {
     const kl = klLoss(
       op,
-      { ...totalsIn(x), logProbs: x.logProbs, refLogProbs: need(x.refLogProbs, 'refLogProbs'), mask: x.mask },
+      {
+        logProbs: x.logProbs,
+        refLogProbs: need(x.refLogProbs, 'refLogProbs'),
+        mask: x.mask,
+        maskTotal: x.maskTotal,
+        rowsTotal: x.rowsTotal,
+      },
       { aggregation, clampLogRatio },
     ).loss
     result.kl = kl
@@ -414,16 +414,6 @@ export function actorLoss(op: Builder, x: ActorLossInputs, config: ActorLossConf
   }
   result.loss = steps === 1 ? total : op.Div(total, steps)
   return result
-}
-
-/** A term's whole-batch totals (TokenMask), for `aggregate`. */
-function totalsOf(x: TokenMask): MaskTotals {
-  return { mask: x.maskTotal, rows: x.rowsTotal }
-}
-
-/** TokenMask's totals of `x`, the ones it has, to pass on to a term. */
-function totalsIn(x: TokenMask): Pick<TokenMask, 'maskTotal' | 'rowsTotal'> {
-  return { ...(x.maskTotal ? { maskTotal: x.maskTotal } : {}), ...(x.rowsTotal ? { rowsTotal: x.rowsTotal } : {}) }
 }
 
 function need(value: Value | undefined, name: string): Value {

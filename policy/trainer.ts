@@ -110,8 +110,15 @@ export class Trainer implements ModelParameters {
   #moments?: Promise<KeptFeeds>
   #step = 0
   #version = 0
-  /** Per train model (by id): its micro-batch graphs, made on first use. */
-  readonly #accumulating = new Map<string, () => Promise<{ sum: ModelHandle; apply: ModelHandle }>>()
+  /**
+   * Per train model (by id): the handle trainModel gave and its micro-batch graphs, loaded on first use. A model
+   * whose sessions were released hands out a new handle when loaded again, and its micro-batch graphs are loaded
+   * again with it.
+   */
+  readonly #accumulating = new Map<
+    string,
+    { train: ModelHandle; graphs: () => Promise<{ sum: ModelHandle; apply: ModelHandle }> }
+  >()
 
   /**
    * Keeps `weights` in the engine as the trained tensors, or with `lora` bakes them into the sessions as the
@@ -185,15 +192,18 @@ export class Trainer implements ModelParameters {
   async trainModel(lossBuilder: LossBuilder, options: { outputGradients?: boolean } = {}): Promise<ModelHandle> {
     const optimizer = { ...TRAINER_OPTIMIZER, ...options }
     const train = await this.model.trainModel(lossBuilder, optimizer)
-    // the micro-batch graphs of the same loss, built when a step first has micro-batches
-    if (!this.#accumulating.has(train.id)) {
+    // the micro-batch graphs of the same loss, loaded when a step first has micro-batches (again after a release)
+    if (this.#accumulating.get(train.id)?.train !== train) {
       let graphs: Promise<{ sum: ModelHandle; apply: ModelHandle }> | undefined
-      this.#accumulating.set(train.id, () => {
-        graphs ??= Promise.all([
-          this.model.trainModel(lossBuilder, optimizer, 'sum'),
-          this.model.trainModel(lossBuilder, optimizer, 'apply'),
-        ]).then(([sum, apply]) => ({ sum, apply }))
-        return graphs
+      this.#accumulating.set(train.id, {
+        train,
+        graphs: () => {
+          graphs ??= Promise.all([
+            this.model.trainModel(lossBuilder, optimizer, 'sum'),
+            this.model.trainModel(lossBuilder, optimizer, 'apply'),
+          ]).then(([sum, apply]) => ({ sum, apply }))
+          return graphs
+        },
       })
     }
     return train
@@ -213,10 +223,10 @@ export class Trainer implements ModelParameters {
       ? checkedMicroBatches(batch)
       : splitRows(batch as Feeds, this.microBatchRows, settings.shares ?? 'tokens')
     if (micro.length === 1) return this.#apply(train, (micro[0] as MicroBatch).feeds, settings)
-    const graphs = this.#accumulating.get(train.id)
-    if (!graphs)
-      throw new TrainerError('a step over micro-batches needs a train model made by this trainer (trainModel)')
-    const { sum, apply } = await graphs()
+    const accumulating = this.#accumulating.get(train.id)
+    if (accumulating?.train !== train)
+      throw new TrainerError('a step over micro-batches needs the train model this trainer last made (trainModel)')
+    const { sum, apply } = await accumulating.graphs()
     const shapes: Record<string, { dtype: 'float32' | 'float64'; dims: number[] }> = {}
     for (const { name, shape } of this.#specs)
       shapes[ADAMW_IO.gradientSum(name)] = { dtype: this.model.dtype, dims: shape }

@@ -266,6 +266,21 @@ describe('Trainer: a step over micro-batches (gradient accumulation)', () => {
     await given.release()
   })
 
+  it('loads its micro-batch graphs again after the model released its sessions (a resident policy)', async () => {
+    const trainer = new Trainer(engine, BENCH, initWeights(BENCH, mulberry32(8)), { microBatchRows: 2 })
+    const items = sequences(70, 5)
+    const first = await trainer.trainModel(meanNll)
+    await trainer.step(first, feedsOf(trainer, items), { lr: 1e-3 })
+    await trainer.model.release()
+    const again = await trainer.trainModel(meanNll)
+    const r = await trainer.step(again, feedsOf(trainer, items), { lr: 1e-3 })
+    assert.ok(Number.isFinite(r.loss))
+    assert.equal(trainer.stepCount, 2)
+    // the handle of before the release is refused by name, not run against sessions that are gone
+    await assert.rejects(trainer.step(first, feedsOf(trainer, items), { lr: 1e-3 }), TrainerError)
+    await trainer.release()
+  })
+
   it('changes nothing when a micro-batch before the last is not finite, and refuses negative weights', async () => {
     const trainer = new Trainer(engine, BENCH, initWeights(BENCH, mulberry32(6)))
     const train = await trainer.trainModel(meanNll)

@@ -6,6 +6,7 @@
 //   git worktree add /tmp/seedflow-before f9489c5 && ln -s "$PWD/node_modules" /tmp/seedflow-before/node_modules
 //   node --import tsx bench/engine-traffic-before.ts /tmp/seedflow-before main   # one JSON line
 import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import type { Engine, Feeds, ModelHandle } from '../engine/index.ts'
 import { measureTraffic, type TrafficPolicy, type TrafficTree } from './engine-traffic-measure.ts'
 
@@ -47,6 +48,8 @@ export async function beforeTree(root: string): Promise<TrafficTree> {
   }
 }
 
-const [root, key] = process.argv.slice(2)
-if (!root || !key) throw new Error('usage: engine-traffic-before.ts <tree before the trainer> <model>')
-process.stdout.write(`${JSON.stringify(await measureTraffic(await beforeTree(root), key))}\n`)
+if (import.meta.url === pathToFileURL(process.argv[1] as string).href) {
+  const [root, key] = process.argv.slice(2)
+  if (!root || !key) throw new Error('usage: engine-traffic-before.ts <tree before the trainer> <model>')
+  process.stdout.write(`${JSON.stringify(await measureTraffic(await beforeTree(root), key))}\n`)
+}

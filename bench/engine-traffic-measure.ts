@@ -4,13 +4,16 @@
 // trainer) is an adapter that makes the policy and steps it with that tree's own API; the counting wrapper is
 // engine/metered.ts's for both (it imports nothing at run time, and the old engine has every method it calls).
 import { ADAMW_IO } from '../engine/adamw-graph.ts'
-import type { Engine, Feeds, ModelHandle } from '../engine/index.ts'
+import { createWorkerEngine, type Engine, type Feeds, type ModelHandle } from '../engine/index.ts'
 import { type MeteredEngine, meteredEngine } from '../engine/metered.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import type { ModelConfig } from '../policy/config.ts'
+import { DecodeBatch } from '../policy/decode-batch.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, type LoraConfig, loraSpecs } from '../policy/lora.ts'
+import { meanNll } from '../policy/losses.ts'
 import { parameterSpecs } from '../policy/parameters.ts'
+import { Trainer } from '../policy/trainer.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
@@ -260,4 +263,25 @@ export async function measureTraffic(tree: TrafficTree, key: string): Promise<Tr
   } finally {
     await engine.close()
   }
+}
+
+/** This tree: a Trainer over the worker engine. */
+export const AFTER_TREE: TrafficTree = {
+  name: 'after',
+  createWorkerEngine: (threads) => createWorkerEngine({ threads }),
+  policy(engine, config, weights, lora) {
+    const trainer = new Trainer(engine, config, weights, lora ? { lora } : {})
+    const model = trainer.model
+    return {
+      trainFeeds(items) {
+        const batch = model.tokenBatch(items, 1)
+        return { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
+      },
+      trainModel: () => trainer.trainModel(meanNll),
+      async step(train, feeds) {
+        return (await trainer.step(train, feeds, { lr: 1e-5, maxGradNorm: 1, weightDecay: 0.01 })).loss
+      },
+      decodeBatch: (options) => new DecodeBatch(model, options),
+    }
+  },
 }

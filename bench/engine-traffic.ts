@@ -15,43 +15,18 @@ import { execFileSync } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { createWorkerEngine } from '../engine/index.ts'
-import { DecodeBatch } from '../policy/decode-batch.ts'
-import { meanNll } from '../policy/losses.ts'
-import { Trainer } from '../policy/trainer.ts'
 import { BEFORE_TREE, childOrReport, say } from './before-after.ts'
 import {
+  AFTER_TREE,
   DECODE,
   measureTraffic,
   TRAFFIC_MODELS,
   TRAFFIC_THREADS,
   type TrafficCount,
   type TrafficResult,
-  type TrafficTree,
 } from './engine-traffic-measure.ts'
 
 const OUT = fileURLToPath(new URL('results/engine-traffic', import.meta.url))
-
-/** This tree: a Trainer over the worker engine. */
-const afterTree: TrafficTree = {
-  name: 'after',
-  createWorkerEngine: (threads) => createWorkerEngine({ threads }),
-  policy(engine, config, weights, lora) {
-    const trainer = new Trainer(engine, config, weights, lora ? { lora } : {})
-    const model = trainer.model
-    return {
-      trainFeeds(items) {
-        const batch = model.tokenBatch(items, 1)
-        return { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
-      },
-      trainModel: () => trainer.trainModel(meanNll),
-      async step(train, feeds) {
-        return (await trainer.step(train, feeds, { lr: 1e-5, maxGradNorm: 1, weightDecay: 0.01 })).loss
-      },
-      decodeBatch: (options) => new DecodeBatch(model, options),
-    }
-  },
-}
 
 function child(tree: 'before' | 'after', key: string): TrafficResult {
   const args =
@@ -153,7 +128,7 @@ function render(report: Report): string {
 }
 
 async function main(): Promise<void> {
-  if (await childOrReport(OUT, (key) => measureTraffic(afterTree, key), render)) return
+  if (await childOrReport(OUT, (key) => measureTraffic(AFTER_TREE, key), render)) return
   const keys = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(TRAFFIC_MODELS)
   const load = { before: loadavg() }
   const results: Array<{ key: string; before: TrafficResult; after: TrafficResult }> = []

@@ -12,7 +12,7 @@ import { type RunConfig, type RunConfigInput, runConfig } from '../config.ts'
  * - the base model writes no well-formed household response, so it warm-starts by behaviour cloning on the expert's
  *   demonstrations (the sub-goal as the thought), checked on 16 validation tasks, stopped at 30%, keeping the best;
  * - LoRA rank 16 (alpha 32) on all seven projections: the warm-start teaches a new output format and command
- *   grammar, and a step costs about what q/v costs (docs/benchmarks.md §6.3); Stage 1 and Stage 2 go on training them;
+ *   grammar, and a step costs about what q/v costs (bench/results/lora.json); Stage 1 and Stage 2 go on training them;
  * - the compact prompt and 15 steps (the expert finishes 70% of validation tasks within 15, docs/benchmarks.md §6.7);
  * - Stage 1 on the oracle's annotations of 32 rollouts, replaying the warm-start's demonstrations as acting data;
  * - Stage 2: 8 iterations of one task × 4 samples, the analyzer prompt and its JSON answer inside 2,048 positions;

@@ -5,7 +5,11 @@ import module from 'node:module'
 if (typeof module.register === 'function') {
   const { register } = await import('tsx/esm/api')
   register()
-  await import('./main.ts')
+  // `--execution-provider cuda`: run again with the CUDA provider's libraries on the loader's path (cuda-exec.ts)
+  const { runWithCudaLibraries } = await import('./cuda-exec.ts')
+  const status = await runWithCudaLibraries()
+  if (status === undefined) await import('./main.ts')
+  else process.exitCode = status
 } else {
   // Node < 20.6 has no module.register: rerun under tsx's loader flag.
   const { spawnSync } = await import('node:child_process')

@@ -286,7 +286,7 @@ program
   .addOption(
     new Option(
       '--execution-provider <ep>',
-      'where models run: cpu, cuda or cuda:<device> (checked at start; CUDA needs the onnxruntime-node CUDA build)',
+      'where models run: cpu, cuda or cuda:<device> (checked at start; CUDA needs `bash infra/install-cuda.sh`)',
     )
       .argParser(executionProvider)
       .env('SEEDFLOW_EXECUTION_PROVIDER'),

@@ -1,5 +1,6 @@
 import { PhaseCounters } from '../activities/phase.ts'
-import { type ExecutionProvider, probeExecutionProvider } from '../engine/index.ts'
+import { type ExecutionProvider, ProviderUnavailableError, probeExecutionProvider } from '../engine/index.ts'
+import { cudaRemedy } from '../infra/cuda.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { assertValidRunId } from '../store/keys.ts'
@@ -40,6 +41,17 @@ export function parseExecutionProvider(value: string): ExecutionProvider {
   return m[1] === undefined ? { name: 'cuda' } : { name: 'cuda', deviceId: Number(m[1]) }
 }
 
+/** The provider's probe, its refusal completed with what installs the missing library. */
+async function probeProvider(provider: ExecutionProvider): Promise<void> {
+  try {
+    await probeExecutionProvider(provider)
+  } catch (error) {
+    if (error instanceof ProviderUnavailableError && error.missing)
+      throw new ProviderUnavailableError(`${error.message}: ${cudaRemedy(error.missing)}`, error.missing)
+    throw error
+  }
+}
+
 export async function workerCommand(role: string | undefined, options: WorkerCommandOptions = {}): Promise<void> {
   const name = role ?? 'local'
   if (!(name in WORKER_ROLES))
@@ -48,7 +60,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   if (options.run !== undefined) assertValidRunId(options.run)
   const faults = armedFaults() // a bad SEEDFLOW_FAULT fails here, before any work
   const provider = options.executionProvider ?? 'cpu'
-  if (provider !== 'cpu') await probeExecutionProvider(provider)
+  if (provider !== 'cpu') await probeProvider(provider)
   const { target } = await resolveTemporal()
   // fault injection (SEEDFLOW_FAULT) around the store and the phases; unarmed, each point returns at once
   const store = withStoreFaults(

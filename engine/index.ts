@@ -39,6 +39,7 @@ export {
   OptimizerError,
   type ParamSet,
 } from './optimizer.ts'
+export { loadedOrtLibrary, type MissingLibrary } from './provider-libraries.ts'
 export {
   createLocalEngine,
   createWorkerEngine,
@@ -48,6 +49,7 @@ export {
   type KeptWrite,
   type ModelHandle,
   modelId,
+  ProviderUnavailableError,
   probeExecutionProvider,
   type RunOptions,
   type RuntimeConfig,

@@ -10,6 +10,7 @@ import { EngineRuntimeError } from './errors.ts'
 import { Graph } from './ir.ts'
 import type { ModelFile } from './model-files.ts'
 import { encodeModel } from './onnx.ts'
+import { type MissingLibrary, missingProviderLibrary } from './provider-libraries.ts'
 import { formatShape } from './shape.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
@@ -423,7 +424,8 @@ function messageOf(error: unknown): string {
 
 /**
  * Checks that this onnxruntime-node build can run a session on `provider` (a one-node model, created and
- * released), so a worker asked for CUDA fails at start with the reason instead of at its first model.
+ * released), so a worker asked for CUDA fails at start with the reason instead of at its first model: the first
+ * library the loader could not find (`ProviderUnavailableError.missing`), else ORT's own error (no device).
  */
 export async function probeExecutionProvider(provider: ExecutionProvider): Promise<void> {
   if (provider === 'cpu') return
@@ -442,11 +444,30 @@ export async function probeExecutionProvider(provider: ExecutionProvider): Promi
     })
     await session.release()
   } catch (error) {
-    throw new EngineRuntimeError(
-      `the ${provider.name} execution provider (device ${provider.deviceId ?? 0}) is not available: ${messageOf(error).split('\n')[0]}. ` +
-        'onnxruntime-node loads CUDA from libonnxruntime_providers_cuda.so, which its install script downloads ' +
-        'only on a machine where it finds CUDA 12 or when asked: `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild ' +
-        'onnxruntime-node` (needs CUDA 12 and cuDNN 9 libraries on the machine)',
+    const missing = missingProviderLibrary(provider.name)
+    const why = missing
+      ? `${missing.library} cannot be loaded (${MISSING_KIND[missing.kind]}; looked for beside ${missing.ortLibrary})`
+      : messageOf(error).split('\n')[0]
+    throw new ProviderUnavailableError(
+      `the ${provider.name} execution provider (device ${provider.deviceId ?? 0}) is not available: ${why}`,
+      missing,
     )
+  }
+}
+
+const MISSING_KIND = {
+  provider: 'the provider library itself',
+  runtime: 'a CUDA 13 runtime library the provider needs',
+  driver: 'the NVIDIA driver',
+} as const
+
+/** A provider that cannot run here; `missing`: the first library the loader could not find, if that is why. */
+export class ProviderUnavailableError extends EngineRuntimeError {
+  override name = 'ProviderUnavailableError'
+  constructor(
+    message: string,
+    readonly missing?: MissingLibrary,
+  ) {
+    super(message)
   }
 }

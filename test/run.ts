@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { ensureChromium } from '../infra/chromium.ts'
+import { ensureCudaLibraries } from '../infra/cuda.ts'
 import { ensureLlamaServer } from '../infra/llama-server.ts'
 import { ensureModels } from '../infra/models.ts'
 import { isAlive, reapStale } from '../infra/processes.ts'
@@ -107,6 +108,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
   const model = ensureModels()
   const llamaPython = ensureLlamaServer()
   const chromium = ensureChromium()
+  const ortGpu = ensureCudaLibraries()
   const testState = join(PROJECT_ROOT, '.seedflow', 'test')
   await mkdir(testState, { recursive: true })
   for (const dir of await readdir(testState)) {
@@ -145,6 +147,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.model]: model,
     [TEST_ENV.llamaPython]: llamaPython,
     [TEST_ENV.chromium]: chromium,
+    [TEST_ENV.ortGpu]: ortGpu,
     [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid},${process.pid}`, // this process runs the S3 write gate
   }
 }

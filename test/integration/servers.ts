@@ -16,6 +16,8 @@ export const TEST_ENV = {
   llamaPython: 'SEEDFLOW_TEST_LLAMA_PYTHON',
   /** A Chromium binary for the browser tests (infra/install-chromium.sh). */
   chromium: 'SEEDFLOW_TEST_CHROMIUM',
+  /** The folder of the PyPI wheel's ORT library and CUDA provider (infra/install-cuda.sh). */
+  ortGpu: 'SEEDFLOW_TEST_ORT_GPU',
 } as const
 
 function required(name: string): string {

@@ -446,7 +446,7 @@ export async function probeExecutionProvider(provider: ExecutionProvider): Promi
   } catch (error) {
     const missing = missingProviderLibrary(provider.name)
     const why = missing
-      ? `${missing.library} cannot be loaded (${MISSING_KIND[missing.kind]}; looked for beside ${missing.ortLibrary})`
+      ? `${missing.library} cannot be loaded (${MISSING_KIND[missing.kind]}; ORT library ${missing.ortLibrary})`
       : messageOf(error).split('\n')[0]
     throw new ProviderUnavailableError(
       `the ${provider.name} execution provider (device ${provider.deviceId ?? 0}) is not available: ${why}`,
@@ -458,7 +458,7 @@ export async function probeExecutionProvider(provider: ExecutionProvider): Promi
 const MISSING_KIND = {
   provider: 'the provider library itself',
   runtime: 'a CUDA 13 runtime library the provider needs',
-  driver: 'the NVIDIA driver',
+  driver: "the NVIDIA driver's",
 } as const
 
 /** A provider that cannot run here; `missing`: the first library the loader could not find, if that is why. */

@@ -136,8 +136,12 @@ if [ "$runtime" = yes ]; then
     start=$(date +%s)
     work="$(mktemp -d "$cache/.fetch.XXXXXX")"
     scratch+=("$work")
-    "$python" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
-      --platform manylinux_2_28_x86_64 --dest "$work" "${runtime_pins[@]}" >&2
+    # NVIDIA tags its wheels with several manylinux levels, and pip matches --platform exactly: name them all
+    platforms=()
+    for p in manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014 manylinux_2_12 manylinux2010 manylinux_2_5 \
+      manylinux1; do platforms+=(--platform "${p}_x86_64"); done
+    "$python" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 "${platforms[@]}" \
+      --dest "$work" "${runtime_pins[@]}" >&2
     mkdir -p "$work/lib"
     "$python" - "$work/lib" "$work"/*.whl <<'PY'
 import os, shutil, sys, zipfile

@@ -14,7 +14,9 @@
 //   node --import tsx bench/gpu-check.ts --execution-provider cpu --plan smoke --out /tmp/gpu.json
 //   node --import tsx bench/gpu-check.ts --execution-provider cuda --plan h200 --out "$OUT/gpu.json"
 import { execFileSync } from 'node:child_process'
+import { realpathSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import {
   createLocalEngine,
@@ -25,7 +27,7 @@ import {
   probeExecutionProvider,
 } from '../engine/index.ts'
 import { mulberry32 } from '../envs/rng.ts'
-import { type ModelConfig, PRESETS } from '../policy/config.ts'
+import { type ModelConfig, PRESETS, toHuggingFaceConfig } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
@@ -303,6 +305,22 @@ async function decodeRuns(plan: Plan['decode'], ep: ExecutionProvider, threads: 
   }
 }
 
+/** A plan for bench/gpu-torch.py: the same shapes, with Hugging Face config fields. */
+export function torchPlan(plan: Plan): Record<string, unknown> {
+  const hf = (c: ModelConfig) => ({ ...toHuggingFaceConfig(c, { eosIds: [0] }), qkv_bias: c.qkvBias })
+  return {
+    train: plan.train.map((s) => ({
+      name: s.name,
+      config: hf(s.config),
+      lora: s.lora ?? null,
+      B: s.B,
+      T: s.T,
+      steps: s.steps,
+    })),
+    decode: { config: hf(plan.decode.config), lora: plan.decode.lora, runs: plan.decode.runs },
+  }
+}
+
 function gpuName(): string | undefined {
   try {
     return execFileSync('nvidia-smi', ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'], {
@@ -313,7 +331,8 @@ function gpuName(): string | undefined {
   }
 }
 
-async function main(): Promise<void> {
+/** The check, with this process's command line (bench/gpu.ts, or this file run or bundled as the entry). */
+export async function runCheck(): Promise<void> {
   const { values } = parseArgs({
     options: {
       'execution-provider': { type: 'string', default: 'cpu' },
@@ -321,11 +340,16 @@ async function main(): Promise<void> {
       out: { type: 'string', default: 'gpu-check.json' },
       threads: { type: 'string', default: '2' },
       only: { type: 'string' },
+      'write-plan': { type: 'string' },
     },
   })
   const ep = provider(values['execution-provider'])
   const plan = PLANS[values.plan]
   if (!plan) throw new Error(`--plan ${Object.keys(PLANS).join('|')}, got ${values.plan}`)
+  if (values['write-plan']) {
+    await writeFile(values['write-plan'], `${JSON.stringify(torchPlan(plan), null, 2)}\n`)
+    return
+  }
   const threads = Number(values.threads)
   const only = values.only?.split(',')
   const report: Record<string, unknown> = {
@@ -364,4 +388,4 @@ async function main(): Promise<void> {
   await record('decode', async () => ({ runs: await decodeRuns(plan.decode, ep, threads) }))
 }
 
-await main()
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await runCheck()

@@ -10,6 +10,11 @@
 //              for users), an empty libcurand.so.10 (see below), and `sh part2/run.sh`, which adds the provider to
 //              the stash, finds the CUDA 13 runtime the machine has, and runs the check on CUDA. Sent right after
 //              part 1, while the machine holds the stash.
+// On the check machine (the device tool: each command gets the working tree and the carried part):
+//   npm run bench:gpu -- --pack .gpu-pack --cuda            # here; .gpu-pack ignored by .git/info/exclude
+//   1. carry .gpu-pack/part1: sh .gpu-pack/part1/run.sh && sh .gpu-pack/part1/run.sh torch h200 "$OUT/torch.json"
+//   2. carry .gpu-pack/part2, at once: sh .gpu-pack/part2/run.sh --plan h200 --out "$OUT/gpu.json"
+//   node --import tsx bench/gpu-report.ts gpu.json torch.json   # here: bench/results/gpu.json and the table
 //   node --import tsx bench/gpu-pack.ts DIR [--cuda [--arch 90]]
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -20,6 +25,7 @@ import { parseArgs } from 'node:util'
 import { ensureCudaLibraries } from '../infra/cuda.ts'
 import { cacheDir } from '../infra/models.ts'
 import { PROJECT_ROOT } from '../infra/tools.ts'
+import { PLANS, torchPlan } from './gpu-check.ts'
 
 const PART_LIMIT = 60 * 2 ** 20
 const BINDING_DIR = join('node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'linux', 'x64')
@@ -43,10 +49,14 @@ with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyf
 
 const PART1_RUN = `#!/bin/sh
 # Part 1 of seedflow's GPU check (bench/gpu-pack.ts): unpacks Node, the ORT library and the check into the stash;
-# with arguments, runs the check (e.g. --execution-provider cpu --plan smoke --out FILE).
+# with arguments, runs the check (e.g. --execution-provider cpu --plan smoke --out FILE); with \`torch PLAN OUT\`,
+# runs the torch side of plan PLAN (smoke, h200) on DEVICE (default cuda) with this machine's python3 and torch.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 stash=\${SEEDFLOW_STASH:-/root/stash}
+if [ "\${1:-}" = torch ]; then
+  exec python3 "$here/torch/gpu-torch.py" --plan "$here/plan-$2.json" --device "\${DEVICE:-cuda}" --out "$3"
+fi
 ${UNPACK}
 mkdir -p "$stash"
 cp -R "$here/node_modules" "$here/gpu-check.mjs" "$stash/"
@@ -125,6 +135,14 @@ export async function pack(dir: string, options: { cuda?: boolean; arch?: string
   )
   await xz(process.execPath, join(part1, 'node.xz'), `node-${process.version}`)
   await xz(join(ortGpu, 'libonnxruntime.so.1'), join(part1, 'libonnxruntime.so.1.xz'), 'libonnxruntime')
+  await mkdir(join(part1, 'torch', 'compare'), { recursive: true })
+  await copyFile(join(PROJECT_ROOT, 'bench', 'gpu-torch.py'), join(part1, 'torch', 'gpu-torch.py'))
+  await copyFile(
+    join(PROJECT_ROOT, 'bench', 'compare', 'torch_reference.py'),
+    join(part1, 'torch', 'compare', 'torch_reference.py'),
+  )
+  for (const [name, plan] of Object.entries(PLANS))
+    await writeFile(join(part1, `plan-${name}.json`), `${JSON.stringify(torchPlan(plan), null, 2)}\n`)
   await writeFile(join(part1, 'run.sh'), PART1_RUN)
   await chmod(join(part1, 'run.sh'), 0o755)
   const parts = [part1]

@@ -15,6 +15,6 @@ if (at >= 0) {
   // --execution-provider cuda: run again with the CUDA provider's libraries on the loader's path (cli/cuda-exec.ts)
   const { runWithCudaLibraries } = await import('../cli/cuda-exec.ts')
   const status = await runWithCudaLibraries()
-  if (status === undefined) await import('./gpu-check.ts')
+  if (status === undefined) await (await import('./gpu-check.ts')).runCheck()
   else process.exitCode = status
 }

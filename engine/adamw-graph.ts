@@ -100,17 +100,32 @@ export function appendAdamW(
       op.output(op.Identity(g), ADAMW_IO.gradient((params[i] as Value).name))
     })
 
+  // Clipping and the guard are folded into the step's scalars, so that each tensor takes as few elementwise passes
+  // as AdamW allows (14): on a non-finite step the gradient is zeroed (its one Where) and the scalars become
+  // those of no step (β 1, gradient weights 0, decay 1, step size 0), which leave m, v and p exactly as they were.
+  const when = (value: Value | number, otherwise: number) =>
+    op.Where(finite, typeof value === 'number' ? op.scalar(value, dtype) : value, op.scalar(otherwise, dtype))
+  const keepFirst = when(beta1, 1)
+  const keepSecond = when(beta2, 1)
+  const firstWeight = when(op.Mul(clip, 1 - beta1), 0)
+  const secondWeight = when(op.Mul(op.Mul(clip, clip), 1 - beta2), 0)
+  const decayed = when(decay, 1)
+  // lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε) = (lr/(1−β1ᵗ)·√(1−β2ᵗ)) · m / (√v + ε·√(1−β2ᵗ))
+  const stepScale = when(op.Div(stepSize, rootCorrection), 0)
+  const epsScaled = op.Div(op.scalar(eps, dtype), rootCorrection)
+  const zero = op.scalar(0, dtype)
+
   params.forEach((p, i) => {
-    const g = op.Mul(grads[i] as Value, clip)
+    const g = op.Where(finite, grads[i] as Value, zero)
     const m = op.input(ADAMW_IO.firstMoment(p.name), dtype, p.shape)
     const v = op.input(ADAMW_IO.secondMoment(p.name), dtype, p.shape)
-    const m1 = op.Add(op.Mul(m, beta1), op.Mul(g, 1 - beta1))
-    const v1 = op.Add(op.Mul(v, beta2), op.Mul(op.Mul(g, g), 1 - beta2))
-    const decayed = config.noDecay?.(p.name) ? p : op.Mul(p, decay)
-    const p1 = op.Sub(decayed, op.Div(op.Mul(m1, stepSize), op.Add(op.Mul(op.Sqrt(v1), rootCorrection), eps)))
-    op.output(op.Where(finite, p1, p), ADAMW_IO.next(p.name))
-    op.output(op.Where(finite, m1, m), ADAMW_IO.next(m.name))
-    op.output(op.Where(finite, v1, v), ADAMW_IO.next(v.name))
+    const m1 = op.Add(op.Mul(m, keepFirst), op.Mul(g, firstWeight))
+    const v1 = op.Add(op.Mul(v, keepSecond), op.Mul(op.Mul(g, g), secondWeight))
+    const kept = config.noDecay?.(p.name) ? p : op.Mul(p, decayed)
+    const p1 = op.Sub(kept, op.Div(op.Mul(m1, stepScale), op.Add(op.Sqrt(v1), epsScaled)))
+    op.output(p1, ADAMW_IO.next(p.name))
+    op.output(m1, ADAMW_IO.next(m.name))
+    op.output(v1, ADAMW_IO.next(v.name))
   })
 }
 

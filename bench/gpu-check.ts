@@ -158,11 +158,9 @@ async function parity(plan: Plan['parity'], ep: ExecutionProvider, threads: numb
     const scored = items(c, plan.score.B, plan.score.T, 3)
     const [cpuScore, epScore] = await Promise.all(sides.map((s) => s.trainer.model.score(scored)))
     let logprobMax = 0
-    cpuScore?.forEach((row, b) =>
-      row.logprobs.forEach((x, t) => {
+    for (const [b, row] of (cpuScore ?? []).entries())
+      for (const [t, x] of row.logprobs.entries())
         logprobMax = Math.max(logprobMax, Math.abs(x - (epScore?.[b]?.logprobs[t] as number)))
-      }),
-    )
     const prompts = Array.from({ length: plan.decode.rows }, (_, i) =>
       randomIds(mulberry32(40 + i), plan.decode.prompt, c.vocabSize),
     )

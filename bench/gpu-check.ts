@@ -2,6 +2,8 @@
 // else, which is how CI proves the check and its pack run), step by step, each step's results written to the
 // output file as soon as it finishes (a check cut short by its machine keeps what it measured):
 //   environment  the ORT library this process loaded, the provider's probe, the GPU (nvidia-smi) when there is one;
+//   placement    which provider ORT gives each node of the train, score and decode graphs (its verbose log, read in
+//                a child process): the ops it leaves on the CPU;
 //   parity       the provider against the CPU on one shape and the same weights: a train step's loss and gradient
 //                norm, the per-token log-probs of a scored batch, greedy tokens of a decode (where tokens differ,
 //                the top-two logit gap on the CPU at the first difference: random weights have near-ties);
@@ -26,13 +28,16 @@ import {
   meteredEngine,
   probeExecutionProvider,
 } from '../engine/index.ts'
+import { encodeModel } from '../engine/onnx.ts'
+import { placementOf } from '../engine/placement.ts'
 import { mulberry32 } from '../envs/rng.ts'
 import { type ModelConfig, PRESETS, toHuggingFaceConfig } from '../policy/config.ts'
 import { generate } from '../policy/generate.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
 import { meanNll } from '../policy/losses.ts'
-import { Trainer } from '../policy/trainer.ts'
+import { buildDecodeGraph, buildScoreGraph, buildTrainGraph } from '../policy/model.ts'
+import { TRAINER_OPTIMIZER, Trainer } from '../policy/trainer.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 interface TrainShape {
@@ -319,6 +324,33 @@ export function torchPlan(plan: Plan): Record<string, unknown> {
   }
 }
 
+/**
+ * Where ORT puts each node of the product's graphs (a LoRA train step with the optimizer, score, decode prefill and
+ * step) on this provider: the nodes it leaves on the CPU, by op, which every run then copies across (design §14).
+ */
+async function placement(plan: Plan, ep: ExecutionProvider) {
+  const c = plan.decode.config
+  const lora = plan.decode.lora
+  const graphs = {
+    train: buildTrainGraph(c, meanNll, 'float32', { lora }, TRAINER_OPTIMIZER),
+    score: buildScoreGraph(c, 'float32', { lora }),
+    prefill: buildDecodeGraph(c, 'float32', 'in-graph', { prefill: true, lora }),
+    step: buildDecodeGraph(c, 'float32', 'in-graph', { lora }),
+  }
+  const out: Record<string, unknown> = {}
+  for (const [name, graph] of Object.entries(graphs)) {
+    const { providers } = await placementOf(encodeModel(graph), [ep])
+    const cpu = providers.CPUExecutionProvider
+    const ops: Record<string, number> = {}
+    for (const node of cpu?.nodes ?? []) ops[node.op] = (ops[node.op] ?? 0) + 1
+    out[name] = {
+      nodes: Object.fromEntries(Object.entries(providers).map(([p, v]) => [p, v.count])),
+      ...(ep === 'cpu' ? {} : { cpuOps: ops }),
+    }
+  }
+  return out
+}
+
 function gpuName(): string | undefined {
   try {
     return execFileSync('nvidia-smi', ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'], {
@@ -381,6 +413,7 @@ export async function runCheck(): Promise<void> {
     }
   })
   if ((steps.environment as { error?: string } | undefined)?.error) return
+  await record('placement', () => placement(plan, ep))
   await record('parity', () => parity(plan.parity, ep, threads))
   for (const shape of plan.train) await record(`train: ${shape.name}`, () => trainShape(shape, ep, threads))
   await record('decode', async () => ({ runs: await decodeRuns(plan.decode, ep, threads) }))

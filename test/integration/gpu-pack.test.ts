@@ -37,6 +37,7 @@ describe('the GPU check pack, on the CPU', () => {
     const names = Object.keys(report.steps)
     assert.deepEqual(names, [
       'environment',
+      'placement',
       'parity',
       'train: tiny LoRA r 4, 2 × 32',
       'train: tiny full, 2 × 32',

@@ -326,7 +326,7 @@ export function torchPlan(plan: Plan): Record<string, unknown> {
 
 /**
  * Where ORT puts each node of the product's graphs (a LoRA train step with the optimizer, score, decode prefill and
- * step) on this provider: the nodes it leaves on the CPU, by op, which every run then copies across (design §14).
+ * step) on this provider: the nodes it leaves on the CPU, by op, which every run then copies across (docs/design.md §14).
  */
 async function placement(plan: Plan, ep: ExecutionProvider) {
   const c = plan.decode.config

@@ -2,7 +2,7 @@
 // creation ("Node placements", then per provider "Node(s) placed on [EP]. Number of nodes: N" followed by a line
 // "  OpType (node name)" per node, or "All nodes placed on [EP]. Number of nodes: N"), and onnxruntime-node
 // writes that log to the process's stderr. So a model's placement is read from a child process that creates the
-// session at verbose level: what a CUDA worker needs to know about nodes left on the CPU (design §14).
+// session at verbose level: what a CUDA worker needs to know about nodes left on the CPU (docs/design.md §14).
 import { spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'

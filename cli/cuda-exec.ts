@@ -9,9 +9,11 @@ import { asksForCuda, cudaEnvironment, cudaInstalled, cudaLibraryPath, loadsCuda
 export async function runWithCudaLibraries(argv: readonly string[] = process.argv): Promise<number | undefined> {
   if (process.platform !== 'linux' || !asksForCuda(argv.slice(2)) || !cudaInstalled() || loadsCudaLibraries())
     return undefined
+  // its own process group, so that a terminal's Ctrl-C reaches it once, through this process, not twice
   const child = spawn(process.execPath, [...process.execArgv, ...argv.slice(1)], {
     stdio: 'inherit',
     env: cudaEnvironment(cudaLibraryPath()),
+    detached: true,
   })
   // the command runs in the child now: a signal to this process is meant for it
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal)

@@ -26,6 +26,7 @@ import {
   type ExecutionProvider,
   loadedOrtLibrary,
   meteredEngine,
+  parseExecutionProvider,
   probeExecutionProvider,
 } from '../engine/index.ts'
 import { encodeModel } from '../engine/onnx.ts'
@@ -107,14 +108,6 @@ const MiB = (bytes: number) => bytes / 2 ** 20
 const stat = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)
   return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number, all: xs }
-}
-
-/** `cpu`, `cuda` or `cuda:<device>`. */
-function provider(value: string): ExecutionProvider {
-  if (value === 'cpu') return 'cpu'
-  const m = /^cuda(?::(\d+))?$/.exec(value)
-  if (!m) throw new Error(`--execution-provider cpu|cuda|cuda:<device>, got ${value}`)
-  return m[1] === undefined ? { name: 'cuda' } : { name: 'cuda', deviceId: Number(m[1]) }
 }
 
 function engineOn(ep: ExecutionProvider, threads: number): Engine {
@@ -373,7 +366,7 @@ export async function runCheck(): Promise<void> {
       'write-plan': { type: 'string' },
     },
   })
-  const ep = provider(values['execution-provider'])
+  const ep = parseExecutionProvider(values['execution-provider'])
   const plan = PLANS[values.plan]
   if (!plan) throw new Error(`--plan ${Object.keys(PLANS).join('|')}, got ${values.plan}`)
   if (values['write-plan']) {

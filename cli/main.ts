@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
+import { parseExecutionProvider } from '../engine/execution-provider.ts'
 import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import { chatCommand } from './chat-command.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
@@ -11,7 +12,7 @@ import { runCommand } from './run-command.ts'
 import { SERVE_DEFAULTS, serveCommand } from './serve-command.ts'
 import { downCommand, upCommand } from './servers-command.ts'
 import { registerStoreCommands } from './store-commands.ts'
-import { parseExecutionProvider, WORKER_ROLES, workerCommand } from './worker-command.ts'
+import { WORKER_ROLES, workerCommand } from './worker-command.ts'
 
 const program = new Command()
   .name('seedflow')

@@ -33,14 +33,6 @@ export interface WorkerCommandOptions {
   executionProvider?: ExecutionProvider
 }
 
-/** `cpu`, `cuda` or `cuda:<device>`. */
-export function parseExecutionProvider(value: string): ExecutionProvider {
-  if (value === 'cpu') return 'cpu'
-  const m = /^cuda(?::(\d+))?$/.exec(value)
-  if (!m) throw new Error(`unknown execution provider ${JSON.stringify(value)}: cpu, cuda or cuda:<device>`)
-  return m[1] === undefined ? { name: 'cuda' } : { name: 'cuda', deviceId: Number(m[1]) }
-}
-
 /** The provider's probe, its refusal completed with what installs the missing library. */
 async function probeProvider(provider: ExecutionProvider): Promise<void> {
   try {

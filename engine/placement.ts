@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { ExecutionProvider } from './runtime.ts'
+import type { ExecutionProvider } from './execution-provider.ts'
 
 export interface Placement {
   /** Nodes per provider name (CUDAExecutionProvider, CPUExecutionProvider). */

@@ -7,6 +7,7 @@ import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-nod
 import { createBuilder } from './builder.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
+import type { ExecutionProvider } from './execution-provider.ts'
 import { Graph } from './ir.ts'
 import type { ModelFile } from './model-files.ts'
 import { encodeModel } from './onnx.ts'
@@ -20,8 +21,6 @@ import { startThread } from './thread.ts'
 // ORT reads its opt-out when it first initializes, so it is set here, before any session, in the process
 // environment that worker threads and child processes inherit. An operator's own value wins.
 process.env.ORT_DISABLE_TELEMETRY ??= '1'
-
-export type ExecutionProvider = 'cpu' | { name: 'cuda'; deviceId?: number }
 
 export interface RuntimeConfig {
   /** ORT intra-op threads; default: the number of cores. One thread makes runs bit-reproducible. */

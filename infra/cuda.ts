@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { parseExecutionProvider } from '../engine/execution-provider.ts'
 import { cacheDir } from './models.ts'
 import { PROJECT_ROOT } from './tools.ts'
 
@@ -60,11 +61,19 @@ export function cudaEnvironment(dirs: readonly string[], env: NodeJS.ProcessEnv 
  * that option SEEDFLOW_EXECUTION_PROVIDER (the option's environment variable).
  */
 export function asksForCuda(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): boolean {
-  const cuda = /^cuda(:\d+)?$/
   const at = argv.findLastIndex((arg) => arg === '--execution-provider' || arg.startsWith('--execution-provider='))
-  if (at < 0) return cuda.test(env.SEEDFLOW_EXECUTION_PROVIDER ?? '')
-  const arg = argv[at] as string
-  return cuda.test(arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : (argv[at + 1] ?? ''))
+  const arg = argv[at] ?? ''
+  const value =
+    at < 0
+      ? (env.SEEDFLOW_EXECUTION_PROVIDER ?? '')
+      : arg.includes('=')
+        ? arg.slice(arg.indexOf('=') + 1)
+        : argv[at + 1]
+  try {
+    return parseExecutionProvider(value ?? '') !== 'cpu'
+  } catch {
+    return false // not a provider: the command itself refuses it
+  }
 }
 
 /** Whether this process's LD_LIBRARY_PATH starts with the provider's folders already. */

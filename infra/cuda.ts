@@ -3,12 +3,11 @@
 // imported, and LD_LIBRARY_PATH comes before the binding's own RUNPATH. So a process that wants CUDA is started with
 // the provider's folder (and the CUDA 13 runtime's, when fetched) first on LD_LIBRARY_PATH; the CLI does it by
 // running itself again (cli/bin.js) before anything imports onnxruntime-node. Nothing here imports it.
-import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseExecutionProvider } from '../engine/execution-provider.ts'
 import { cacheDir } from './models.ts'
-import { PROJECT_ROOT } from './tools.ts'
+import { installIfMissing, PROJECT_ROOT } from './tools.ts'
 
 /** The onnxruntime-node version installed in this clone (the wheel must be exactly this version). */
 export function ortVersion(): string {
@@ -35,18 +34,18 @@ export function cudaLibraryPath(env: NodeJS.ProcessEnv = process.env): string[] 
   return [ortGpuDir(env), ...runtimes]
 }
 
-/** Whether the provider's libraries are installed (their sha256 list is written last). */
+/** The provider folder's sha256 list, which the install writes last. */
+const installedStamp = (env: NodeJS.ProcessEnv) => join(ortGpuDir(env), 'SHA256SUMS')
+
+/** Whether the provider's libraries are installed. */
 export function cudaInstalled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return existsSync(join(ortGpuDir(env), 'SHA256SUMS'))
+  return existsSync(installedStamp(env))
 }
 
 /** Runs the idempotent install (it prints its own progress) and returns the provider's folder. */
 export function ensureCudaLibraries(env: NodeJS.ProcessEnv = process.env): string {
-  if (cudaInstalled(env)) return ortGpuDir(env)
-  const script = join(PROJECT_ROOT, 'infra', 'install-cuda.sh')
-  const result = spawnSync('bash', [script], { stdio: ['ignore', 'ignore', 2], env })
-  if (result.status !== 0)
-    throw new Error(`installing the CUDA provider failed (bash ${script}, exit ${result.status})`)
+  const missing = () => (cudaInstalled(env) ? undefined : installedStamp(env))
+  installIfMissing('install-cuda.sh', 'installing the CUDA provider', missing, env)
   return ortGpuDir(env)
 }
 

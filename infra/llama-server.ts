@@ -2,13 +2,12 @@
 // into a virtual environment in the cache outside the clone, keyed by version. The Stage 1 integration test serves
 // a GGUF with it on 127.0.0.1 as an external annotator; it is started, logged and stopped by PID like the other
 // servers (infra/processes.ts).
-import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cacheDir } from './models.ts'
 import { freePort } from './ports.ts'
 import { startProcess, waitUntilReady } from './processes.ts'
-import { PROJECT_ROOT } from './tools.ts'
+import { installIfMissing, PROJECT_ROOT } from './tools.ts'
 
 /** The pinned llama-cpp-python release (the script's `version`). */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36'
@@ -35,11 +34,12 @@ function installed(python: string): boolean {
  */
 export function ensureLlamaServer(env: NodeJS.ProcessEnv = process.env): string {
   const python = llamaServerPython(env)
-  if (installed(python)) return python
-  const script = join(PROJECT_ROOT, 'infra', 'install-llama-server.sh')
-  const result = spawnSync('bash', [script], { stdio: ['ignore', 'ignore', 2], env })
-  if (result.status !== 0) throw new Error(`building llama.cpp's server failed (bash ${script}, exit ${result.status})`)
-  if (!installed(python)) throw new Error(`${python} is missing after bash ${script}`)
+  installIfMissing(
+    'install-llama-server.sh',
+    "building llama.cpp's server",
+    () => (installed(python) ? undefined : python),
+    env,
+  )
   return python
 }
 

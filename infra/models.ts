@@ -1,8 +1,7 @@
-import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { PROJECT_ROOT } from './tools.ts'
+import { installIfMissing, PROJECT_ROOT } from './tools.ts'
 
 /** The cache outside the clone that fetched models (and other per-machine builds) live in, keyed by version. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -17,10 +16,7 @@ export function smolLM2Path(env: NodeJS.ProcessEnv = process.env): string {
 /** Runs the idempotent fetch script when the model is missing (it prints its own progress) and returns its path. */
 export function ensureModels(env: NodeJS.ProcessEnv = process.env): string {
   const path = smolLM2Path(env)
-  if (existsSync(path) && existsSync(`${path}.sha256`)) return path
-  const script = join(PROJECT_ROOT, 'infra', 'install-models.sh')
-  const result = spawnSync('bash', [script], { stdio: ['ignore', 'ignore', 2], env })
-  if (result.status !== 0) throw new Error(`fetching the model failed (bash ${script}, exit ${result.status})`)
-  if (!existsSync(path)) throw new Error(`${path} is missing after bash ${script}`)
+  const missing = () => [path, `${path}.sha256`].find((file) => !existsSync(file))
+  installIfMissing('install-models.sh', 'fetching the model', missing, env)
   return path
 }

@@ -20,16 +20,30 @@ export function toolPaths(env: NodeJS.ProcessEnv = process.env): ToolPaths {
   }
 }
 
+/**
+ * The one way every `ensure…` installs: when `missing()` names something (the first missing file), runs the
+ * idempotent `infra/<script>` (it prints its own progress on stderr; its stdout goes there too, or nowhere), fails
+ * saying `doing` failed when it does, and checks with `missing()` again that it made everything.
+ */
+export function installIfMissing(
+  script: string,
+  doing: string,
+  missing: () => string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  stdout: 'ignore' | 2 = 'ignore',
+): void {
+  if (missing() === undefined) return
+  const path = join(PROJECT_ROOT, 'infra', script)
+  const result = spawnSync('bash', [path], { stdio: ['ignore', stdout, 2], env })
+  if (result.status !== 0) throw new Error(`${doing} failed (bash ${path}, exit ${result.status})`)
+  const still = missing()
+  if (still !== undefined) throw new Error(`${still} is missing after bash ${path}`)
+}
+
 /** Runs the idempotent install script when a binary is missing (it prints its own progress). */
 export function ensureTools(env: NodeJS.ProcessEnv = process.env): ToolPaths {
   const paths = toolPaths(env)
-  if (existsSync(paths.temporal) && existsSync(paths.versitygw)) return paths
-  const script = join(PROJECT_ROOT, 'infra', 'install-tools.sh')
-  const result = spawnSync('bash', [script], { stdio: ['ignore', 2, 2], env })
-  if (result.status !== 0)
-    throw new Error(`installing the server binaries failed (bash ${script}, exit ${result.status})`)
-  for (const path of Object.values(paths)) {
-    if (!existsSync(path)) throw new Error(`${path} is missing after bash ${script}`)
-  }
+  const missing = () => Object.values(paths).find((path) => !existsSync(path))
+  installIfMissing('install-tools.sh', 'installing the server binaries', missing, env, 2)
   return paths
 }

@@ -11,7 +11,7 @@ import type { ModelConfig } from '../policy/config.ts'
 import { DecodeBatch } from '../policy/decode-batch.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, type LoraConfig, loraSpecs } from '../policy/lora.ts'
-import { meanNll } from '../policy/losses.ts'
+import { meanNll, meanNllFeeds } from '../policy/losses.ts'
 import { parameterSpecs } from '../policy/parameters.ts'
 import { Trainer } from '../policy/trainer.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
@@ -273,10 +273,7 @@ export const AFTER_TREE: TrafficTree = {
     const trainer = new Trainer(engine, config, weights, lora ? { lora } : {})
     const model = trainer.model
     return {
-      trainFeeds(items) {
-        const batch = model.tokenBatch(items, 1)
-        return { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
-      },
+      trainFeeds: (items) => meanNllFeeds(model, items),
       trainModel: () => trainer.trainModel(meanNll),
       async step(train, feeds) {
         return (await trainer.step(train, feeds, { lr: 1e-5, maxGradNorm: 1, weightDecay: 0.01 })).loss

@@ -36,7 +36,7 @@ import { type ModelConfig, PRESETS, toHuggingFaceConfig } from '../policy/config
 import { generate } from '../policy/generate.ts'
 import { initWeights } from '../policy/init.ts'
 import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
-import { meanNll } from '../policy/losses.ts'
+import { meanNll, meanNllFeeds } from '../policy/losses.ts'
 import { buildDecodeGraph, buildScoreGraph, buildTrainGraph } from '../policy/model.ts'
 import { TRAINER_OPTIMIZER, Trainer } from '../policy/trainer.ts'
 import { smollm2Config } from './smollm2-shape.ts'
@@ -127,11 +127,6 @@ function items(config: ModelConfig, B: number, T: number, seed: number) {
   })
 }
 
-function trainFeeds(trainer: Trainer, batch: ReturnType<typeof items>) {
-  const tb = trainer.model.tokenBatch(batch, 1)
-  return { ...tb.feeds, mask: trainer.model.float([tb.B, tb.T], tb.responseMask) }
-}
-
 const relative = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12)
 
 async function parity(plan: Plan['parity'], ep: ExecutionProvider, threads: number) {
@@ -150,7 +145,9 @@ async function parity(plan: Plan['parity'], ep: ExecutionProvider, threads: numb
     for (const { trainer } of sides) {
       // lr 0, no decay: the loss and the gradient norm of the same weights on both sides
       const model = await trainer.trainModel(meanNll)
-      steps.push(await trainer.step(model, trainFeeds(trainer, train), { lr: 0, maxGradNorm: 1, weightDecay: 0 }))
+      steps.push(
+        await trainer.step(model, meanNllFeeds(trainer.model, train), { lr: 0, maxGradNorm: 1, weightDecay: 0 }),
+      )
     }
     const [cpuStep, epStep] = steps as [(typeof steps)[0], (typeof steps)[0]]
     const scored = items(c, plan.score.B, plan.score.T, 3)
@@ -218,7 +215,7 @@ async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: num
       ? { config: shape.lora, adapters: initLora(shape.config, shape.lora, mulberry32(2)) }
       : undefined
     const trainer = new Trainer(engine, shape.config, weights, lora ? { lora } : {})
-    const feeds = trainFeeds(trainer, items(shape.config, shape.B, shape.T, 3))
+    const feeds = meanNllFeeds(trainer.model, items(shape.config, shape.B, shape.T, 3))
     let started = performance.now()
     const model = await trainer.trainModel(meanNll)
     const first = await trainer.step(model, feeds, STEP)

@@ -1,4 +1,6 @@
+import type { Feeds } from '../engine/index.ts'
 import type { LossBuilder } from './model.ts'
+import type { PolicyModel, ScoreItem } from './policy-model.ts'
 
 /**
  * Mean next-token negative log-likelihood over the targets a (B, T) `mask` input marks: the benchmarks' loss,
@@ -14,4 +16,14 @@ export const meanNll: LossBuilder = (op, scores, dtype) => {
       ),
     ),
   }
+}
+
+/** The feeds of a `meanNll` train graph for `items`: their token batch, every response token scored. */
+export function meanNllFeeds(
+  model: Pick<PolicyModel, 'tokenBatch' | 'float'>,
+  items: readonly ScoreItem[],
+  temperature = 1,
+): Feeds {
+  const batch = model.tokenBatch(items, temperature)
+  return { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
 }

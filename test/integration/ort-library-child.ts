@@ -7,7 +7,7 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { PRESETS } from '../../policy/config.ts'
 import { generate } from '../../policy/generate.ts'
 import { initWeights } from '../../policy/init.ts'
-import { meanNll } from '../../policy/losses.ts'
+import { meanNll, meanNllFeeds } from '../../policy/losses.ts'
 import { Trainer } from '../../policy/trainer.ts'
 
 const config = { ...PRESETS.tiny, maxPositions: 64 }
@@ -18,8 +18,7 @@ const items = Array.from({ length: 4 }, () => {
   const ids = Array.from({ length: 33 }, () => Math.floor(rng.next() * config.vocabSize))
   return { context: ids.slice(0, 1), response: ids.slice(1) }
 })
-const batch = trainer.model.tokenBatch(items, 1)
-const feeds = { ...batch.feeds, mask: trainer.model.float([batch.B, batch.T], batch.responseMask) }
+const feeds = meanNllFeeds(trainer.model, items)
 const train = await trainer.trainModel(meanNll)
 const steps = []
 for (let i = 0; i < 3; i++) {

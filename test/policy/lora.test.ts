@@ -18,7 +18,7 @@ import {
   loraSpecs,
   mergeLora,
 } from '../../policy/lora.ts'
-import { meanNll } from '../../policy/losses.ts'
+import { meanNll, meanNllFeeds } from '../../policy/losses.ts'
 import { buildScoreGraph, buildTrainGraph, IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
 import { decodeSafetensors } from '../../policy/safetensors.ts'
@@ -228,8 +228,7 @@ describe('LoRA graphs', () => {
     const before = new Map([...weights].map(([k, v]) => [k, v.slice()]))
     const adaptersBefore = new Map([...adapters].map(([k, v]) => [k, v.slice()]))
     const train = await trainer.trainModel(meanNll)
-    const batch = model.tokenBatch([{ context: [3, 8, 1], response: [9, 14, 2, 7] }], 1)
-    const feeds = { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) }
+    const feeds = meanNllFeeds(model, [{ context: [3, 8, 1], response: [9, 14, 2, 7] }])
     const first = await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })
     for (let i = 0; i < 5; i++) await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })
     const last = await trainer.step(train, feeds, { lr: 1e-2, weightDecay: 0 })

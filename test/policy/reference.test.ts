@@ -10,6 +10,7 @@ import { createLocalEngine } from '../../engine/index.ts'
 import { encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { importHuggingFaceFolder } from '../../policy/hf-import.ts'
 import { decodePeftAdapter, LORA_TARGETS, mergeLora } from '../../policy/lora.ts'
+import { meanNllFeeds } from '../../policy/losses.ts'
 import { IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
 import { decodeSafetensors, type RawTensor, toFloat32 } from '../../policy/safetensors.ts'
@@ -64,12 +65,7 @@ for (const family of ['llama', 'qwen2', 'llama-bias']) {
         }
       })
       const items = rows.map((row) => ({ context: row.slice(0, 1), response: row.slice(1) }))
-      const batch = model.tokenBatch(items, 1)
-      const out = await engine.run(
-        train,
-        { ...batch.feeds, mask: model.float([batch.B, batch.T], batch.responseMask) },
-        { kept: await model.parameters.kept() },
-      )
+      const out = await engine.run(train, meanNllFeeds(model, items), { kept: await model.parameters.kept() })
       const loss = Number(out[IO.loss]?.data[0])
       const expectedLoss = toFloat32(tensors.get('loss') as RawTensor)[0] as number
       assert.ok(Math.abs(loss - expectedLoss) <= 1e-5 * Math.abs(expectedLoss), `loss ${loss} vs ${expectedLoss}`)

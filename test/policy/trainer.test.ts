@@ -21,7 +21,7 @@ import { mulberry32 } from '../../envs/rng.ts'
 import { type ModelConfig, PRESETS } from '../../policy/config.ts'
 import { initWeights } from '../../policy/init.ts'
 import { initLora, type LoraConfig, loraSpecs } from '../../policy/lora.ts'
-import { meanNll } from '../../policy/losses.ts'
+import { meanNll, meanNllFeeds } from '../../policy/losses.ts'
 import { buildTrainGraph, IO } from '../../policy/model.ts'
 import { parameterSpecs } from '../../policy/parameters.ts'
 import { ropeTables } from '../../policy/rope.ts'
@@ -44,8 +44,7 @@ function batchOf(trainer: Trainer, seed: number, B = 2): Feeds {
     const seq = Array.from({ length: 24 }, () => Math.floor(rng.next() * V))
     return { context: seq.slice(0, 8), response: seq.slice(8) }
   })
-  const tb = trainer.model.tokenBatch(items, 1)
-  return { ...tb.feeds, mask: trainer.model.float([tb.B, tb.T], tb.responseMask) }
+  return meanNllFeeds(trainer.model, items)
 }
 
 /** d loss / d trained tensor from a train graph without the optimizer, fed every weight: the old train step's. */
@@ -186,10 +185,7 @@ describe('Trainer: a step over micro-batches (gradient accumulation)', () => {
       return { context: seq.slice(0, 6), response: seq.slice(6) }
     })
   }
-  const feedsOf = (trainer: Trainer, items: ReturnType<typeof sequences>) => {
-    const tb = trainer.model.tokenBatch(items, 1)
-    return { ...tb.feeds, mask: trainer.model.float([tb.B, tb.T], tb.responseMask) }
-  }
+  const feedsOf = (trainer: Trainer, items: ReturnType<typeof sequences>) => meanNllFeeds(trainer.model, items)
   const tokens = (items: ReturnType<typeof sequences>) => items.reduce((n, s) => n + s.response.length, 0)
 
   it('sums the gradients of the whole batch, weighted by token shares, then steps AdamW once on them', async () => {

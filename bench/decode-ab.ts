@@ -19,6 +19,7 @@ import { importGguf } from '../policy/gguf/gguf-import.ts'
 import { initWeights } from '../policy/init.ts'
 import { policyModel } from '../policy/trainer.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
+import { minMedian } from './min-median.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5)
@@ -114,14 +115,10 @@ for (const rows of rowsList.length > 0 ? rowsList : [16]) {
       times[v]?.cpu.push(r.cpu)
     }
   }
-  const stat = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b)
-    return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number }
-  }
-  const base = stat(times[VARIANTS[0] as string]?.wall ?? [])
+  const base = minMedian(times[VARIANTS[0] as string]?.wall ?? [])
   for (const v of VARIANTS) {
-    const w = stat(times[v]?.wall ?? [])
-    const c = stat(times[v]?.cpu ?? [])
+    const w = minMedian(times[v]?.wall ?? [])
+    const c = minMedian(times[v]?.cpu ?? [])
     say(
       `decode ${rows} × (${prompt} + ${newTokens}) ${v}: wall ${w.min.toFixed(3)} / ${w.median.toFixed(3)} s (min / median), ` +
         `process CPU ${c.min.toFixed(2)} / ${c.median.toFixed(2)} s; ${VARIANTS[0]} / this (median wall) ${(base.median / w.median).toFixed(2)}×`,

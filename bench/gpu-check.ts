@@ -39,6 +39,7 @@ import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
 import { meanNll, meanNllFeeds } from '../policy/losses.ts'
 import { buildDecodeGraph, buildScoreGraph, buildTrainGraph } from '../policy/model.ts'
 import { TRAINER_OPTIMIZER, Trainer } from '../policy/trainer.ts'
+import { minMedian } from './min-median.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 interface TrainShape {
@@ -105,10 +106,6 @@ export const PLANS: Record<string, Plan> = {
 
 const STEP = { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 }
 const MiB = (bytes: number) => bytes / 2 ** 20
-const stat = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number, all: xs }
-}
 
 function engineOn(ep: ExecutionProvider, threads: number): Engine {
   return createLocalEngine({ threads, executionProviders: [ep] })
@@ -239,8 +236,8 @@ async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: num
         base: shape.lora ? [...weights.values()].reduce((n, w) => n + w.length, 0) : 0,
       },
       firstStepSeconds: firstSeconds,
-      stepSeconds: stat(seconds),
-      tokensPerSecond: (shape.B * shape.T) / stat(seconds).median,
+      stepSeconds: minMedian(seconds),
+      tokensPerSecond: (shape.B * shape.T) / minMedian(seconds).median,
       losses,
       mibPerStep: {
         fed: MiB(perStep(t.fedBytes)),

@@ -19,6 +19,7 @@ import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
 import { meanNll } from '../policy/losses.ts'
 import { parameterCount } from '../policy/parameters.ts'
 import { Trainer } from '../policy/trainer.ts'
+import { minMedian } from './min-median.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
@@ -63,14 +64,13 @@ async function child(name: string): Promise<void> {
     if (i > 0) seconds.push((performance.now() - started) / 1000) // the first step is the warm-up
   }
   const trainable = trainer.trainedSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0)
-  const sorted = [...seconds].sort((a, b) => a - b)
   process.stdout.write(
     `${JSON.stringify({
       variant: name,
       trainableParameters: trainable,
       optimizerStateMiB: (2 * trainable * 4) / 2 ** 20,
       graphLoadSeconds: loadSeconds,
-      stepSeconds: { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], all: seconds },
+      stepSeconds: minMedian(seconds),
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
     })}\n`,
   )

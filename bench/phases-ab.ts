@@ -35,6 +35,7 @@ import { episodeSkillBlock } from '../seed/index.ts'
 import { CPU_SOKOBAN } from '../seed/presets/cpu.ts'
 import { BEFORE_TREE, childOrReport, say } from './before-after.ts'
 import { TRAFFIC_MODELS } from './engine-traffic-measure.ts'
+import { minMedian } from './min-median.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3)
@@ -206,11 +207,6 @@ async function child(root: string): Promise<ChildResult> {
   }
 }
 
-const stat = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number, all: xs }
-}
-
 type Report = {
   date: string
   threads: number
@@ -302,10 +298,10 @@ async function main(): Promise<void> {
   const keys = ['rescoreCold', 'updateCold', 'rescoreWarm', 'updateWarm'] as const
   const summary = Object.fromEntries(
     keys.map((k) => {
-      const b = stat(runs.before.map((r) => r.seconds[k]))
-      const a = stat(runs.after.map((r) => r.seconds[k]))
-      const bc = stat(runs.before.map((r) => r.cpu[k]))
-      const ac = stat(runs.after.map((r) => r.cpu[k]))
+      const b = minMedian(runs.before.map((r) => r.seconds[k]))
+      const a = minMedian(runs.after.map((r) => r.seconds[k]))
+      const bc = minMedian(runs.before.map((r) => r.cpu[k]))
+      const ac = minMedian(runs.after.map((r) => r.cpu[k]))
       return [
         k,
         {

@@ -20,6 +20,7 @@ import { initLora, LORA_TARGETS, type LoraConfig } from '../policy/lora.ts'
 import { BEFORE_TREE, childOrReport, say } from './before-after.ts'
 import { beforeTree } from './engine-traffic-before.ts'
 import { AFTER_TREE } from './engine-traffic-measure.ts'
+import { minMedian } from './min-median.ts'
 import { smollm2Config } from './smollm2-shape.ts'
 
 const THREADS = Number(process.env.SEEDFLOW_THREADS ?? 2)
@@ -94,8 +95,8 @@ async function child(which: string): Promise<ChildResult> {
 }
 
 const stat = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return { min: s[0] as number, median: s[Math.floor(s.length / 2)] as number, count: s.length }
+  const { min, median } = minMedian(xs)
+  return { min, median, count: xs.length }
 }
 
 interface Report {

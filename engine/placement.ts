@@ -4,7 +4,7 @@
 // writes that log to the process's stderr. So a model's placement is read from a child process that creates the
 // session at verbose level: what a CUDA worker needs to know about nodes left on the CPU (docs/design.md §14).
 import { spawn } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ExecutionProvider } from './execution-provider.ts'
@@ -50,18 +50,22 @@ export async function placementOf(
     `const s = await ort.InferenceSession.create(${JSON.stringify(file)}, ` +
     `{ executionProviders: ${JSON.stringify(eps)}, logSeverityLevel: 0, logVerbosityLevel: 0 });` +
     'await s.release();'
-  const log = await new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
+  try {
+    const log = await new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        cwd,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let text = ''
+      child.stdout.on('data', (d: Buffer) => (text += d.toString()))
+      child.stderr.on('data', (d: Buffer) => (text += d.toString()))
+      child.on('error', reject)
+      child.on('exit', (code) =>
+        code === 0 ? resolve(text) : reject(new Error(`the placement child exited ${code}: ${text.slice(-500)}`)),
+      )
     })
-    let text = ''
-    child.stdout.on('data', (d: Buffer) => (text += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (text += d.toString()))
-    child.on('error', reject)
-    child.on('exit', (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`the placement child exited ${code}: ${text.slice(-500)}`)),
-    )
-  })
-  return parsePlacement(log)
+    return parsePlacement(log)
+  } finally {
+    await rm(file, { force: true })
+  }
 }

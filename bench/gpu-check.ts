@@ -3,7 +3,8 @@
 // output file as soon as it finishes (a check cut short by its machine keeps what it measured):
 //   environment  the ORT library this process loaded, the provider's probe, the GPU (nvidia-smi) when there is one;
 //   placement    which provider ORT gives each node of the train, score and decode graphs (its verbose log, read in
-//                a child process): the ops it leaves on the CPU;
+//                a child process): the ops it leaves on the CPU, and those of them the CPU-fallback guard refuses;
+//   guard        the guard (engine/cpu-fallback.ts) firing on a model with an op the provider lacks (Det);
 //   parity       the provider against the CPU on one shape and the same weights: a train step's loss and gradient
 //                norm, the per-token log-probs of a scored batch, greedy tokens of a decode (where tokens differ,
 //                the top-two logit gap on the CPU at the first difference: random weights have near-ties);
@@ -20,6 +21,8 @@ import { realpathSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { createBuilder } from '../engine/builder.ts'
+import { CpuFallbackError, readModelProto, refusedCpuNodes } from '../engine/cpu-fallback.ts'
 import {
   createLocalEngine,
   type Engine,
@@ -29,6 +32,7 @@ import {
   parseExecutionProvider,
   probeExecutionProvider,
 } from '../engine/index.ts'
+import { Graph, type Value } from '../engine/ir.ts'
 import { encodeModel } from '../engine/onnx.ts'
 import { placementOf } from '../engine/placement.ts'
 import { mulberry32 } from '../envs/rng.ts'
@@ -107,8 +111,12 @@ export const PLANS: Record<string, Plan> = {
 const STEP = { lr: 1e-4, maxGradNorm: 1, weightDecay: 0.01 }
 const MiB = (bytes: number) => bytes / 2 ** 20
 
+/**
+ * The product's engine on `ep`, the CPU-fallback guard off: the placement and guard steps report fallback, and the
+ * timings are still measured where the guard would refuse a graph (with what it costs).
+ */
 function engineOn(ep: ExecutionProvider, threads: number): Engine {
-  return createLocalEngine({ threads, executionProviders: [ep] })
+  return createLocalEngine({ threads, executionProviders: [ep], cpuFallback: 'allow' })
 }
 
 function randomIds(rng: { next(): number }, n: number, vocab: number): number[] {
@@ -326,16 +334,41 @@ async function placement(plan: Plan, ep: ExecutionProvider) {
   }
   const out: Record<string, unknown> = {}
   for (const [name, graph] of Object.entries(graphs)) {
-    const { providers } = await placementOf(encodeModel(graph), [ep])
-    const cpu = providers.CPUExecutionProvider
+    const model = encodeModel(graph)
+    const placed = await placementOf(model, [ep])
+    const cpu = placed.providers.CPUExecutionProvider
     const ops: Record<string, number> = {}
     for (const node of cpu?.nodes ?? []) ops[node.op] = (ops[node.op] ?? 0) + 1
+    const refused = ep === 'cpu' ? [] : refusedCpuNodes(await readModelProto(model), placed)
     out[name] = {
-      nodes: Object.fromEntries(Object.entries(providers).map(([p, v]) => [p, v.count])),
-      ...(ep === 'cpu' ? {} : { cpuOps: ops }),
+      nodes: Object.fromEntries(Object.entries(placed.providers).map(([p, v]) => [p, v.count])),
+      ...(ep === 'cpu' ? {} : { cpuOps: ops, refused: refused.map((n) => `${n.op} (${n.name})`) }),
     }
   }
   return out
+}
+
+/**
+ * The guard of a product engine on `ep` (engine/cpu-fallback.ts) against a model with an op no device provider has
+ * a kernel for (Det): it must refuse to load it, naming the op.
+ */
+async function guard(ep: ExecutionProvider) {
+  if (ep === 'cpu') return { applies: false, why: 'a CPU session has nothing to fall back from' }
+  const graph = new Graph('guard')
+  const op = createBuilder(graph)
+  const x = op.input('x', 'float32', [2, 2])
+  const [det] = graph.addNode(null, 'Det', '', [op.Abs(x)], {}, [{ dtype: 'float32', shape: [] }])
+  op.output(op.Add(det as Value, x), 'y')
+  const engine = createLocalEngine({ threads: 1, executionProviders: [ep, 'cpu'] })
+  try {
+    await engine.load(encodeModel(graph))
+    return { applies: true, refused: false, message: 'loaded: the guard did not fire' }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    return { applies: true, refused: error instanceof CpuFallbackError, namesDet: /\bDet\b/.test(message), message }
+  } finally {
+    await engine.close()
+  }
 }
 
 function gpuName(): string | undefined {
@@ -401,6 +434,7 @@ export async function runCheck(): Promise<void> {
   })
   if ((steps.environment as { error?: string } | undefined)?.error) return
   await record('placement', () => placement(plan, ep))
+  await record('guard', () => guard(ep))
   await record('parity', () => parity(plan.parity, ep, threads))
   for (const shape of plan.train) await record(`train: ${shape.name}`, () => trainShape(shape, ep, threads))
   await record('decode', async () => ({ runs: await decodeRuns(plan.decode, ep, threads) }))

@@ -1,5 +1,10 @@
 import { PhaseCounters } from '../activities/phase.ts'
-import { type ExecutionProvider, ProviderUnavailableError, probeExecutionProvider } from '../engine/index.ts'
+import {
+  describeProvider,
+  type ExecutionProvider,
+  ProviderUnavailableError,
+  probeExecutionProvider,
+} from '../engine/index.ts'
 import { cudaRemedy } from '../infra/cuda.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import { storeFromEnv } from '../store/from-env.ts'
@@ -92,7 +97,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   )
   if (local.residentQueue)
     say(`its own queue ${local.residentQueue}: the train phases of the policies it keeps loaded come there first`)
-  if (provider !== 'cpu') say(`models run on CUDA device ${provider.deviceId ?? 0}`)
+  if (provider !== 'cpu') say(`models run on ${describeProvider(provider)}`)
   if (served && port !== undefined)
     say(`metrics at http://${host}:${served.port}/metrics, the Temporal SDK's at http://${host}:${port + 1}/metrics`)
   if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)

@@ -5,7 +5,7 @@ export { type GradientOptions, gradients } from './autodiff.ts'
 export { type Builder, createBuilder, type Helpers, type OpMethods } from './builder.ts'
 export { type AnyTypedArray, type DType, isFloat, type TypedArrayOf } from './dtype.ts'
 export { EngineRuntimeError, GradientError, GraphError, ShapeError, UnsupportedGradientError } from './errors.ts'
-export { type ExecutionProvider, parseExecutionProvider } from './execution-provider.ts'
+export { describeProvider, type ExecutionProvider, ortProvider, parseExecutionProvider } from './execution-provider.ts'
 export {
   type Attr,
   type Block,

@@ -7,7 +7,9 @@ import { spawn } from 'node:child_process'
 import { rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { ExecutionProvider } from './execution-provider.ts'
+import { type ExecutionProvider, ortProvider } from './execution-provider.ts'
+
+let written = 0
 
 export interface Placement {
   /** Nodes per provider name (CUDAExecutionProvider, CPUExecutionProvider). */
@@ -34,17 +36,19 @@ export function parsePlacement(log: string): Placement {
 }
 
 /**
- * The placement of `model` on `providers`, read from a child Node process (this one's binary, resolving
- * onnxruntime-node from `cwd`, the project or a check's stash) that creates the session at verbose level.
+ * The placement of `model` (its bytes, or the path of a model file) on `providers`, read from a child Node process
+ * (this one's binary, resolving onnxruntime-node from `cwd`, the project or a check's stash) that creates the
+ * session at verbose level.
  */
 export async function placementOf(
-  model: Uint8Array,
+  model: Uint8Array | string,
   providers: readonly ExecutionProvider[],
   cwd = process.cwd(),
 ): Promise<Placement> {
-  const file = join(tmpdir(), `seedflow-placement-${process.pid}-${Date.now()}.onnx`)
-  await writeFile(file, model)
-  const eps = providers.map((ep) => (ep === 'cpu' ? 'cpu' : { name: ep.name, deviceId: ep.deviceId ?? 0 }))
+  const temporary = model instanceof Uint8Array
+  const file = temporary ? join(tmpdir(), `seedflow-placement-${process.pid}-${Date.now()}-${++written}.onnx`) : model
+  if (temporary) await writeFile(file, model)
+  const eps = providers.map(ortProvider)
   const script =
     "import ort from 'onnxruntime-node';" +
     `const s = await ort.InferenceSession.create(${JSON.stringify(file)}, ` +
@@ -66,6 +70,6 @@ export async function placementOf(
     })
     return parsePlacement(log)
   } finally {
-    await rm(file, { force: true })
+    if (temporary) await rm(file, { force: true })
   }
 }

@@ -5,9 +5,10 @@ import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-node'
 import { createBuilder } from './builder.ts'
+import { CpuFallbackError, guardPlacement } from './cpu-fallback.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError } from './errors.ts'
-import type { ExecutionProvider } from './execution-provider.ts'
+import { type ExecutionProvider, ortProvider } from './execution-provider.ts'
 import { Graph } from './ir.ts'
 import type { ModelFile } from './model-files.ts'
 import { encodeModel } from './onnx.ts'
@@ -38,6 +39,12 @@ export interface RuntimeConfig {
    * process environment so that glibc hands large blocks back to the system: docs/benchmarks.md §6.5).
    */
   memoryArena?: boolean
+  /**
+   * Nodes a device provider (the first of `executionProviders`, when not the CPU) leaves on the CPU: 'refuse'
+   * (default) fails `load` with a CpuFallbackError naming every one that is not shape computation
+   * (engine/cpu-fallback.ts); 'allow' lets ORT place them silently (a measurement that wants the fallback's cost).
+   */
+  cpuFallback?: 'refuse' | 'allow'
 }
 
 /** A model loaded into an engine; `id` is the sha256 of its bytes. */
@@ -130,8 +137,32 @@ export function resolvedConfig(
     graphOptimizationLevel: config.graphOptimizationLevel ?? 'all',
     maxSessions: config.maxSessions ?? 32,
     memoryArena: config.memoryArena ?? true,
+    cpuFallback: config.cpuFallback ?? 'refuse',
     ...(config.profilePrefix ? { profilePrefix: config.profilePrefix } : {}),
   }
+}
+
+const placementVerdicts = new Map<string, Promise<unknown>>()
+
+/**
+ * The CPU-fallback guard of a load on a device provider (engine/cpu-fallback.ts), once per model and providers in
+ * this process: its child process creates the session a second time, so resident policies that load the same
+ * model again each phase pay it once. Undefined where there is nothing to guard.
+ */
+function guarded(
+  model: Uint8Array | ModelFile,
+  id: string,
+  cfg: { executionProviders: readonly ExecutionProvider[]; cpuFallback: 'refuse' | 'allow' },
+): Promise<unknown> | undefined {
+  if (cfg.cpuFallback === 'allow' || cfg.executionProviders[0] === 'cpu') return undefined
+  const key = `${id} ${JSON.stringify(cfg.executionProviders)}`
+  let verdict = placementVerdicts.get(key)
+  if (!verdict) {
+    verdict = guardPlacement(model, id, cfg.executionProviders)
+    verdict.catch(() => placementVerdicts.delete(key)) // a refusal is not kept: the next load checks again
+    placementVerdicts.set(key, verdict)
+  }
+  return verdict
 }
 
 /** Runs models on the calling thread. */
@@ -162,21 +193,25 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
       let s = sessions.get(id)
       if (!s) {
         const source = model instanceof Uint8Array ? model : model.path
-        s = InferenceSession.create(source as string, {
+        const creating = InferenceSession.create(source as string, {
           intraOpNumThreads: cfg.threads,
           interOpNumThreads: 1,
           executionMode: 'sequential',
           graphOptimizationLevel: cfg.graphOptimizationLevel,
-          executionProviders: cfg.executionProviders.map((ep) =>
-            ep === 'cpu' ? 'cpu' : { name: 'cuda', deviceId: ep.deviceId ?? 0 },
-          ),
+          executionProviders: cfg.executionProviders.map(ortProvider),
           logSeverityLevel: 3,
           enableCpuMemArena: cfg.memoryArena,
           ...(cfg.profilePrefix ? { enableProfiling: true, profileFilePrefix: cfg.profilePrefix } : {}),
-        }).catch((error: unknown) => {
-          sessions.delete(id)
-          throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
         })
+        const guard = guarded(model, id, cfg)
+        s = Promise.all([creating, guard])
+          .then(([session]) => session)
+          .catch((error: unknown) => {
+            sessions.delete(id)
+            void creating.then((made) => made.release()).catch(() => undefined)
+            if (error instanceof CpuFallbackError) throw error
+            throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
+          })
         sessions.set(id, s)
         while (sessions.size > cfg.maxSessions) {
           // the least recently used session that nobody holds, else the least recently used one
@@ -438,17 +473,17 @@ export async function probeExecutionProvider(provider: ExecutionProvider): Promi
   op.output(op.Identity(op.input('x', 'float32', [1])), 'y')
   try {
     const session = await InferenceSession.create(encodeModel(graph), {
-      executionProviders: [{ name: provider.name, deviceId: provider.deviceId ?? 0 }],
+      executionProviders: [ortProvider(provider)],
       logSeverityLevel: 4,
     })
     await session.release()
   } catch (error) {
-    const missing = missingProviderLibrary(provider.name)
+    const missing = provider.name === 'cuda' ? missingProviderLibrary(provider.name) : undefined
     const why = missing
       ? `${missing.library} cannot be loaded (${MISSING_KIND[missing.kind]}; ORT library ${missing.ortLibrary})`
       : messageOf(error).split('\n')[0]
     throw new ProviderUnavailableError(
-      `the ${provider.name} execution provider (device ${provider.deviceId ?? 0}) is not available: ${why}`,
+      `the ${provider.name} execution provider${provider.name === 'cuda' ? ` (device ${provider.deviceId ?? 0})` : ''} is not available: ${why}`,
       missing,
     )
   }

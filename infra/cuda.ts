@@ -69,7 +69,8 @@ export function asksForCuda(argv: readonly string[], env: NodeJS.ProcessEnv = pr
         ? arg.slice(arg.indexOf('=') + 1)
         : argv[at + 1]
   try {
-    return parseExecutionProvider(value ?? '') !== 'cpu'
+    const provider = parseExecutionProvider(value ?? '')
+    return provider !== 'cpu' && provider.name === 'cuda'
   } catch {
     return false // not a provider: the command itself refuses it
   }

@@ -40,6 +40,18 @@ export function installIfMissing(
   if (still !== undefined) throw new Error(`${still} is missing after bash ${path}`)
 }
 
+/**
+ * Runs an idempotent install script that prints what it ensured (a path) as its last line on stdout, and returns
+ * that line; `what` names it in the error when the script fails.
+ */
+export function ensuredByScript(script: string, what: string, env: NodeJS.ProcessEnv = process.env): string {
+  const path = join(PROJECT_ROOT, 'infra', script)
+  const result = spawnSync('bash', [path], { stdio: ['ignore', 'pipe', 2], env, encoding: 'utf8' })
+  const line = result.stdout.trim().split('\n').pop()
+  if (result.status !== 0 || !line) throw new Error(`no ${what} (bash ${path}, exit ${result.status})`)
+  return line
+}
+
 /** Runs the idempotent install script when a binary is missing (it prints its own progress). */
 export function ensureTools(env: NodeJS.ProcessEnv = process.env): ToolPaths {
   const paths = toolPaths(env)

@@ -12,6 +12,7 @@ import { isAlive, reapStale } from '../infra/processes.ts'
 import { startS3Server } from '../infra/s3-server.ts'
 import { startTemporalServer } from '../infra/temporal-server.ts'
 import { ensureTools, PROJECT_ROOT } from '../infra/tools.ts'
+import { ensureSoftwareVulkan } from '../infra/vulkan.ts'
 import { TEST_ENV } from './integration/servers.ts'
 
 type Tier = 'unit' | 'integration'
@@ -109,6 +110,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
   const llamaPython = ensureLlamaServer()
   const chromium = ensureChromium()
   const ortGpu = ensureCudaLibraries()
+  const vulkanIcd = ensureSoftwareVulkan()
   const testState = join(PROJECT_ROOT, '.seedflow', 'test')
   await mkdir(testState, { recursive: true })
   for (const dir of await readdir(testState)) {
@@ -148,6 +150,7 @@ async function startServers(): Promise<NodeJS.ProcessEnv> {
     [TEST_ENV.llamaPython]: llamaPython,
     [TEST_ENV.chromium]: chromium,
     [TEST_ENV.ortGpu]: ortGpu,
+    [TEST_ENV.vulkanIcd]: vulkanIcd,
     [TEST_ENV.serverPids]: `${temporal.pid},${s3.pid},${process.pid}`, // this process runs the S3 write gate
   }
 }

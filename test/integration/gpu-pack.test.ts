@@ -38,6 +38,7 @@ describe('the GPU check pack, on the CPU', () => {
     assert.deepEqual(names, [
       'environment',
       'placement',
+      'guard',
       'parity',
       'train: tiny LoRA r 4, 2 × 32',
       'train: tiny full, 2 × 32',
@@ -45,6 +46,7 @@ describe('the GPU check pack, on the CPU', () => {
     ])
     for (const name of names)
       assert.equal(report.steps[name]?.error, undefined, `${name}: ${report.steps[name]?.error}`)
+    assert.equal(report.steps.guard?.applies, false, 'a CPU session has no fallback to guard against')
     const parity = report.steps.parity as { met: Record<string, boolean> }
     assert.deepEqual(parity.met, { loss: true, gradNorm: true, logprobs: true, tokens: true })
     const full = report.steps['train: tiny full, 2 × 32'] as {

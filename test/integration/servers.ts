@@ -18,6 +18,8 @@ export const TEST_ENV = {
   chromium: 'SEEDFLOW_TEST_CHROMIUM',
   /** The folder of the PyPI wheel's ORT library and CUDA provider (infra/install-cuda.sh). */
   ortGpu: 'SEEDFLOW_TEST_ORT_GPU',
+  /** Lavapipe's Vulkan ICD file, for the WebGPU provider without a GPU (infra/install-vulkan.sh). */
+  vulkanIcd: 'SEEDFLOW_TEST_VULKAN_ICD',
 } as const
 
 function required(name: string): string {

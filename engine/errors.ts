@@ -29,3 +29,8 @@ export class GradientError extends Error {
 export class EngineRuntimeError extends Error {
   override name = 'EngineRuntimeError'
 }
+
+/** An error's message, or the thrown value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

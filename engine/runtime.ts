@@ -7,13 +7,14 @@ import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-nod
 import { createBuilder } from './builder.ts'
 import { CpuFallbackError, guardPlacement } from './cpu-fallback.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
-import { EngineRuntimeError } from './errors.ts'
+import { EngineRuntimeError, messageOf } from './errors.ts'
 import { type ExecutionProvider, ortProvider } from './execution-provider.ts'
+import type { Engine, KeptFeeds, ModelHandle } from './interface.ts'
 import { Graph } from './ir.ts'
+import { checkedRun, firstRows, heldBy, keptTensor, lastReference, withKept, writeSlices } from './kept.ts'
 import type { ModelFile } from './model-files.ts'
 import { encodeModel } from './onnx.ts'
 import { type MissingLibrary, missingProviderLibrary } from './provider-libraries.ts'
-import { formatShape } from './shape.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
 
@@ -47,79 +48,7 @@ export interface RuntimeConfig {
   cpuFallback?: 'refuse' | 'allow'
 }
 
-/** A model loaded into an engine; `id` is the sha256 of its bytes. */
-export interface ModelHandle {
-  readonly id: string
-  readonly inputNames: readonly string[]
-  readonly outputNames: readonly string[]
-}
-
-export interface RunOptions {
-  /** Outputs to compute (default: every output). */
-  fetches?: readonly string[]
-  /** Worker engine only: move the feeds' buffers to the worker instead of copying (the caller loses them). */
-  transfer?: boolean
-  /** Tensors this engine keeps (`keep`, `allocate`), fed to the run as if they were among the feeds. */
-  kept?: KeptFeeds | readonly KeptFeeds[]
-  /**
-   * Outputs the run writes into the memory of a kept feed (output name → that feed's name), in place: ORT binds
-   * the feed's memory as the output's, which a kernel may share with the feed itself (GroupQueryAttention's
-   * present_key over its past_key). The kept tensor holds the result; the output is not returned.
-   */
-  inPlace?: Readonly<Record<string, string>>
-  /** Outputs written into kept tensors after the run instead of being returned (see `KeptWrite`). */
-  writes?: Readonly<Record<string, KeptWrite>>
-}
-
-/**
- * Tensors an engine keeps for runs to name, so that they are not sent with every run. With `rows`, a run is
- * fed only the first `rows` entries of each along axis 0 (views: nothing copied), as `{ ...handle, rows }`.
- */
-export interface KeptFeeds {
-  readonly id: number
-  readonly names: readonly string[]
-  readonly rows?: number
-}
-
-/**
- * Where a run's output goes in a kept tensor: entry `from` of the output (along axis 0) is written into entry
- * `row` of the kept tensor, starting at index `at` along `axis` and spanning the output's extent there. Every
- * other axis (but 0) has the same size in both: a KV cache's new columns, written where each row is.
- */
-export interface KeptWrite {
-  readonly kept: KeptFeeds
-  readonly name: string
-  readonly axis: number
-  readonly slices: readonly { readonly from: number; readonly row: number; readonly at: number }[]
-}
-
-export interface Engine {
-  /**
-   * Builds (or reuses) the session for these model bytes, or for a model on disk (engine/model-files.ts: one with
-   * external data, over protobuf's 2 GB). Identical models share one session (policies of the same shape build
-   * identical graphs), so each load takes a reference that `release` gives back.
-   */
-  load(model: Uint8Array | ModelFile): Promise<ModelHandle>
-  run(model: ModelHandle, feeds: Feeds, options?: RunOptions): Promise<Fetches>
-  /**
-   * Keeps these tensors in the engine for runs to name (`RunOptions.kept`) instead of sending them each time:
-   * a decode step's weights, the same for thousands of runs. The worker engine keeps a copy in its thread, the
-   * local engine the caller's arrays (nothing copied): after changing them, keep them again and forget the old.
-   */
-  keep(feeds: Feeds): Promise<KeptFeeds>
-  /**
-   * Keeps zero-filled tensors of these shapes, made in the engine (nothing is sent): state that runs read and
-   * update where the model runs (`RunOptions.inPlace`, `RunOptions.writes`), such as a decode batch's KV cache.
-   */
-  allocate(shapes: Readonly<Record<string, { dtype: DType; dims: readonly number[] }>>): Promise<KeptFeeds>
-  /** Copies of kept tensors (every one of the handle, or those named), for the caller to own. */
-  read(kept: KeptFeeds, names?: readonly string[]): Promise<Feeds>
-  /** Frees what `keep` kept; a run that names it afterwards fails. */
-  forget(kept: KeptFeeds): Promise<void>
-  /** Gives back one reference of `load`; the session (and its memory arena) goes when none remain. */
-  release(model: ModelHandle): Promise<void>
-  close(): Promise<void>
-}
+export type { Engine, KeptFeeds, KeptWrite, ModelHandle, RunOptions } from './interface.ts'
 
 export function modelId(model: Uint8Array): string {
   return createHash('sha256').update(model).digest('hex')
@@ -228,38 +157,16 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     },
 
     async run(model, given, options = {}) {
-      const feeds = withKept(given, options.kept, kept)
+      const feeds = withKept(given, options.kept, kept, firstRows)
       const s = await session(model.id)
-      const missing = s.inputNames.filter((n) => !(n in feeds))
-      const unknown = Object.keys(feeds).filter((n) => !s.inputNames.includes(n))
-      if (missing.length > 0 || unknown.length > 0) {
-        throw new EngineRuntimeError(
-          `model ${model.id.slice(0, 12)}: missing feeds [${missing.join(', ')}], unknown feeds [${unknown.join(', ')}]`,
-        )
-      }
+      const { fetches, inPlace, writes } = checkedRun(model.id, s, given, feeds, options)
       const ortFeeds: Record<string, Tensor> = {}
       for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new Tensor(t.dtype, t.data, [...t.dims])
-      const fetches = options.fetches ?? s.outputNames
-      const inPlace = options.inPlace ?? {}
-      const writes = options.writes ?? {}
-      const stray = [...Object.keys(inPlace), ...Object.keys(writes)].filter((n) => !fetches.includes(n))
-      if (stray.length > 0)
-        throw new EngineRuntimeError(
-          `model ${model.id.slice(0, 12)}: outputs [${stray.join(', ')}] to keep are not among the fetches`,
-        )
       const ortFetches: Record<string, Tensor | null> = {}
       for (const name of fetches) {
         const feed = inPlace[name]
-        if (feed === undefined) {
-          ortFetches[name] = null
-          continue
-        }
-        const t = feeds[feed]
-        if (!t || feed in given)
-          throw new EngineRuntimeError(
-            `model ${model.id.slice(0, 12)}: output ${name} in place of ${feed}, not a kept feed`,
-          )
-        ortFetches[name] = new Tensor(t.dtype, t.data, [...t.dims])
+        const t = feed === undefined ? undefined : (feeds[feed] as TensorData)
+        ortFetches[name] = t ? new Tensor(t.dtype, t.data, [...t.dims]) : null
       }
       let out: InferenceSession.ReturnType
       try {
@@ -304,12 +211,7 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     },
 
     async release(model) {
-      const left = (refs.get(model.id) ?? 1) - 1
-      if (left > 0) {
-        refs.set(model.id, left)
-        return
-      }
-      refs.delete(model.id)
+      if (!lastReference(refs, model.id)) return
       const s = sessions.get(model.id)
       sessions.delete(model.id)
       await (await s)?.release()
@@ -375,86 +277,6 @@ export function transferList(tensors: readonly TensorData[]): ArrayBuffer[] {
  * The feeds of a run with the kept tensors it names (the first `rows` entries of each where the handle says);
  * a name both kept and fed is refused.
  */
-function withKept(
-  feeds: Feeds,
-  handles: KeptFeeds | readonly KeptFeeds[] | undefined,
-  kept: ReadonlyMap<number, Feeds>,
-): Feeds {
-  if (!handles) return feeds
-  const all: Feeds = {}
-  for (const handle of 'id' in handles ? [handles] : handles) {
-    const held = heldBy(kept, handle)
-    for (const [name, t] of Object.entries(held)) {
-      if (name in all) throw new EngineRuntimeError(`kept feeds [${name}] are named by two handles`)
-      all[name] = handle.rows === undefined ? t : firstRows(t, handle.rows, name)
-    }
-  }
-  const both = Object.keys(feeds).filter((n) => n in all)
-  if (both.length > 0) throw new EngineRuntimeError(`feeds [${both.join(', ')}] are both kept and fed`)
-  return { ...all, ...feeds }
-}
-
-function heldBy(kept: ReadonlyMap<number, Feeds>, handle: KeptFeeds): Feeds {
-  const held = kept.get(handle.id)
-  if (!held)
-    throw new EngineRuntimeError(`kept feeds ${handle.id} are not in this engine (forgotten, or kept elsewhere)`)
-  return held
-}
-
-function keptTensor(kept: ReadonlyMap<number, Feeds>, write: KeptWrite): TensorData {
-  const t = heldBy(kept, write.kept)[write.name]
-  if (!t) throw new EngineRuntimeError(`kept feeds ${write.kept.id} hold no tensor ${write.name}`)
-  return t
-}
-
-/** A view of the first `rows` entries of `t` along axis 0. */
-function firstRows(t: TensorData, rows: number, name: string): TensorData {
-  const [all = 0, ...rest] = t.dims
-  if (!Number.isInteger(rows) || rows < 1 || rows > all)
-    throw new EngineRuntimeError(`kept tensor ${name}: ${rows} rows asked, it has ${all}`)
-  const n = rest.reduce((a, b) => a * b, rows)
-  return { dtype: t.dtype, dims: [rows, ...rest], data: t.data.subarray(0, n) as TensorData['data'] }
-}
-
-/** Copies slices of `source` (an output) into `target` (a kept tensor), as `write` says (see `KeptWrite`). */
-function writeSlices(source: TensorData, target: TensorData, write: KeptWrite, output: string): void {
-  const { axis } = write
-  const what = `output ${output} into kept tensor ${write.name}`
-  const rank = target.dims.length
-  if (source.dtype !== target.dtype || source.dims.length !== rank)
-    throw new EngineRuntimeError(
-      `${what}: ${source.dtype}${formatShape(source.dims)} into ${target.dtype}${formatShape(target.dims)}`,
-    )
-  if (!Number.isInteger(axis) || axis < 1 || axis >= rank)
-    throw new EngineRuntimeError(`${what}: axis ${axis} is not one of 1..${rank - 1}`)
-  if (target.dims.some((d, i) => i !== 0 && i !== axis && d !== source.dims[i]))
-    throw new EngineRuntimeError(
-      `${what}: ${formatShape(source.dims)} and ${formatShape(target.dims)} differ off axes 0 and ${axis}`,
-    )
-  const outer = target.dims.slice(1, axis).reduce((a, b) => a * b, 1)
-  const inner = target.dims.slice(axis + 1).reduce((a, b) => a * b, 1)
-  const span = source.dims[axis] as number
-  const room = target.dims[axis] as number
-  const chunk = span * inner
-  const src = source.data as Float32Array
-  const dst = target.data as Float32Array
-  for (const { from, row, at } of write.slices) {
-    if (!(from >= 0 && from < (source.dims[0] as number) && row >= 0 && row < (target.dims[0] as number)))
-      throw new EngineRuntimeError(`${what}: slice ${from} → row ${row} is out of range`)
-    if (!(Number.isInteger(at) && at >= 0 && at + span <= room))
-      throw new EngineRuntimeError(`${what}: ${span} at ${at} exceed the ${room} along axis ${axis}`)
-    for (let o = 0; o < outer; o++) {
-      const s = (from * outer + o) * chunk
-      const d = ((row * outer + o) * room + at) * inner
-      if (chunk === 1) dst[d] = src[s] as number
-      else dst.set(src.subarray(s, s + chunk), d)
-    }
-  }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
 
 /**
  * Checks that this onnxruntime-node build can run a session on `provider` (a one-node model, created and

@@ -8,6 +8,7 @@ import { ensureChromium } from '../infra/chromium.ts'
 import { ensureCudaLibraries } from '../infra/cuda.ts'
 import { ensureLlamaServer } from '../infra/llama-server.ts'
 import { ensureModels } from '../infra/models.ts'
+import { ensureNativeAddon } from '../infra/native.ts'
 import { isAlive, reapStale } from '../infra/processes.ts'
 import { startS3Server } from '../infra/s3-server.ts'
 import { startTemporalServer } from '../infra/temporal-server.ts'
@@ -183,6 +184,7 @@ try {
       continue
     }
     const started = Date.now()
+    ensureNativeAddon() // the native engine's tests in both tiers: built once per version of its sources
     const env = { ...process.env, ...(tier === 'integration' ? await startServers() : {}) }
     console.log(`\n=== ${tier} tier: ${files.length} files ===`)
     const code = await runNodeTest(files, env, tier === 'integration' ? 1 : 2)

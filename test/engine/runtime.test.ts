@@ -7,9 +7,11 @@ import { createBuilder } from '../../engine/builder.ts'
 import { EngineRuntimeError } from '../../engine/errors.ts'
 import { Graph } from '../../engine/ir.ts'
 import { writeModelFiles } from '../../engine/model-files.ts'
+import { createNativeEngine } from '../../engine/native-engine.ts'
 import { encodeModel } from '../../engine/onnx.ts'
 import { createLocalEngine, createWorkerEngine, type Engine, modelId } from '../../engine/runtime.ts'
 import { tensor } from '../../engine/tensor.ts'
+import { ensureNativeAddon } from '../../infra/native.ts'
 
 /** float32 matmul, int64 argmax and a bool comparison: one output of each kind. */
 function smallModel(name = 'small'): Uint8Array {
@@ -28,10 +30,13 @@ const feeds = () => ({
   w: tensor('float32', [3, 2], [1, 0, 0, 1, 1, -1]),
 })
 
-/** The same behaviour from both engines. */
+const addon = ensureNativeAddon()
+
+/** The same behaviour from every engine. */
 for (const [kind, make] of [
   ['local', () => createLocalEngine({ threads: 1 })],
   ['worker', () => createWorkerEngine({ threads: 1 })],
+  ['native', () => createNativeEngine({ threads: 1, addon })],
 ] as const) {
   describe(`${kind} engine`, () => {
     const engine: Engine = make()

@@ -4,16 +4,21 @@
 // names and shapes (the same checks as the other engines: engine/kept.ts); the addon keeps the tensors. Loads and
 // runs go to libuv's thread pool, so the event loop stays free as with the worker engine.
 //
-// So far it runs on the CPU provider only: device memory for kept tensors (CUDA, where this pays) is not built,
-// and a device provider is refused by name (docs/design.md §14).
+// With a device provider (CUDA, or WebGPU, which the tests run over software Vulkan), kept tensors live in the
+// device's memory: copied there and back by one-node Identity sessions, their slices written by a ScatterND session
+// in place (ORT's C API copies between devices only for plugin providers); feeds and fetched outputs cross per run.
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { createBuilder } from './builder.ts'
+import { CpuFallbackError } from './cpu-fallback.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError, messageOf } from './errors.ts'
 import type { Engine, KeptFeeds, ModelHandle } from './interface.ts'
+import { Graph } from './ir.ts'
 import { checkedRun, checkRows, heldBy, keptTensor, lastReference, type Shaped, withKept } from './kept.ts'
+import { encodeModel } from './onnx.ts'
 import { loadedOrtLibrary } from './provider-libraries.ts'
-import { modelId, type RuntimeConfig, resolvedConfig } from './runtime.ts'
+import { guarded, modelId, type RuntimeConfig, resolvedConfig } from './runtime.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 
 export interface NativeConfig extends RuntimeConfig {
@@ -21,6 +26,39 @@ export interface NativeConfig extends RuntimeConfig {
   addon: string
   /** The ONNX Runtime library to open; default: the one this process loaded, else onnxruntime-node's. */
   library?: string
+  /** CUDA: TF32 for float32 MatMuls (ORT's default, true); false is what NVIDIA_TF32_OVERRIDE=0 does process-wide. */
+  tf32?: boolean
+  /** CUDA: the provider's memory arena limit in bytes. */
+  memoryLimit?: number
+}
+
+const DTYPES = Object.keys(TYPED_ARRAY) as DType[]
+
+/** Identity over a vector of `dtype`: the device's copy to or from the host. */
+function copyModel(dtype: DType): Uint8Array {
+  const graph = new Graph(`copy-${dtype}`)
+  const op = createBuilder(graph)
+  op.output(op.Identity(op.input('x', dtype, ['n'])), 'y')
+  return encodeModel(graph)
+}
+
+/**
+ * Writes slices of `source` (an output) into `target` (a kept tensor) of this element type, rank and axis, in
+ * place: the rows `froms` of the source, as one update per (slice, outer position, column), scattered at `indices`
+ * (row, outer position, column) by ScatterND (see KeptWrite).
+ */
+function writeModel(dtype: DType, rank: number, axis: number): Uint8Array {
+  const graph = new Graph(`write-${dtype}-${rank}-${axis}`)
+  const op = createBuilder(graph)
+  const dims = (p: string) => Array.from({ length: rank }, (_, i) => `${p}${i}`)
+  const target = op.input('target', dtype, dims('t'))
+  const source = op.input('source', dtype, dims('s'))
+  const froms = op.input('froms', 'int64', ['S'])
+  const indices = op.input('indices', 'int64', ['N', axis + 1])
+  const inner = op.Slice(op.Shape(target), [axis + 1], [rank])
+  const updates = op.Reshape(op.Gather(source, froms, 0), op.Concat([op.ints([-1]), inner], 0))
+  op.output(op.ScatterND(target, indices, updates), 'out')
+  return encodeModel(graph)
 }
 
 interface TensorArg {
@@ -30,14 +68,22 @@ interface TensorArg {
   data: Buffer
 }
 
+interface NativeOptions {
+  library: string
+  threads: number
+  optimization: string
+  memoryArena: boolean
+  device?: { name: string; deviceId?: number; tf32?: boolean; memoryLimit?: number }
+  copyModels?: { key: string; bytes: Buffer }[]
+}
+
 interface NativeAddon {
-  NativeEngine: new (options: {
-    library: string
-    threads: number
-    optimization: string
-    memoryArena: boolean
-  }) => {
+  NativeEngine: new (
+    options: NativeOptions,
+  ) => {
     readonly version: string
+    readonly onDevice: boolean
+    registerWrite(key: string, bytes: Buffer): void
     load(id: string, bytes: Buffer | null, path: string | null): Promise<{ inputs: string[]; outputs: string[] }>
     release(id: string): void
     keep(tensors: TensorArg[]): number
@@ -50,7 +96,7 @@ interface NativeAddon {
       kept: { id: number; rows?: number }[],
       fetches: string[],
       inPlace: { output: string; feed: string }[],
-      writes: { output: string; kept: number; name: string; axis: number; slices: number[][] }[],
+      writes: { graph?: string; output: string; kept: number; name: string; axis: number; slices: number[][] }[],
     ): Promise<TensorArg[]>
     close(): void
   }
@@ -79,17 +125,35 @@ const arg = (name: string, t: TensorData): TensorArg => ({ name, dtype: t.dtype,
 export function createNativeEngine(config: NativeConfig): Engine {
   const cfg = resolvedConfig(config)
   const device = cfg.executionProviders.find((p) => p !== 'cpu')
-  if (device)
-    throw new EngineRuntimeError(
-      `the native engine runs on the CPU provider only so far (device memory is not built), not ${JSON.stringify(device)}`,
-    )
   const addon = createRequire(import.meta.url)(config.addon) as NativeAddon
   const native = new addon.NativeEngine({
     library: config.library ?? loadedOrtLibrary() ?? onnxruntimeNodeLibrary(),
     threads: cfg.threads,
     optimization: cfg.graphOptimizationLevel,
     memoryArena: cfg.memoryArena,
+    ...(device
+      ? {
+          device: {
+            name: device.name,
+            ...(device.name === 'cuda' ? { deviceId: device.deviceId ?? 0 } : {}),
+            ...(config.tf32 === undefined ? {} : { tf32: config.tf32 }),
+            ...(config.memoryLimit === undefined ? {} : { memoryLimit: config.memoryLimit }),
+          },
+          copyModels: DTYPES.map((dtype) => ({ key: dtype, bytes: Buffer.from(copyModel(dtype)) })),
+        }
+      : {}),
   })
+  const writeGraphs = new Set<string>()
+  /** The key of the write graph for this kept tensor and axis, registered on first use (device engines). */
+  const writeGraph = (t: Shaped, axis: number): string | undefined => {
+    if (!device) return undefined
+    const key = `${t.dtype}/${t.dims.length}/${axis}`
+    if (!writeGraphs.has(key)) {
+      native.registerWrite(key, Buffer.from(writeModel(t.dtype, t.dims.length, axis)))
+      writeGraphs.add(key)
+    }
+    return key
+  }
   const sessions = new Map<string, Promise<{ inputNames: string[]; outputNames: string[] }>>()
   const refs = new Map<string, number>()
   const kept = new Map<number, Record<string, Shaped>>()
@@ -118,15 +182,17 @@ export function createNativeEngine(config: NativeConfig): Engine {
       refs.set(id, (refs.get(id) ?? 0) + 1)
       let s = sessions.get(id)
       if (!s) {
+        const guard = guarded(model, id, cfg)
         const bytes =
           model instanceof Uint8Array
             ? Buffer.from(model.buffer as ArrayBuffer, model.byteOffset, model.byteLength)
             : null
-        s = native
-          .load(id, bytes, model instanceof Uint8Array ? null : model.path)
-          .then(({ inputs, outputs }) => ({ inputNames: inputs, outputNames: outputs }))
+        s = Promise.all([native.load(id, bytes, model instanceof Uint8Array ? null : model.path), guard])
+          .then(([{ inputs, outputs }]) => ({ inputNames: inputs, outputNames: outputs }))
           .catch((error: unknown) => {
             sessions.delete(id)
+            native.release(id)
+            if (error instanceof CpuFallbackError) throw error
             throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
           })
         sessions.set(id, s)
@@ -144,7 +210,7 @@ export function createNativeEngine(config: NativeConfig): Engine {
       const feeds = withKept<Shaped>(given, options.kept, kept, rowsOf)
       const { fetches, inPlace, writes } = checkedRun(model.id, session, given, feeds, options)
       const handles = options.kept === undefined ? [] : 'id' in options.kept ? [options.kept] : options.kept
-      for (const write of Object.values(writes)) keptTensor(kept, write)
+      const graphs = Object.values(writes).map((write) => writeGraph(keptTensor(kept, write), write.axis))
       let outputs: TensorArg[]
       try {
         outputs = await native.run(
@@ -153,7 +219,8 @@ export function createNativeEngine(config: NativeConfig): Engine {
           handles.map((h) => (h.rows === undefined ? { id: h.id } : { id: h.id, rows: h.rows })),
           [...fetches],
           Object.entries(inPlace).map(([output, feed]) => ({ output, feed })),
-          Object.entries(writes).map(([output, w]) => ({
+          Object.entries(writes).map(([output, w], i) => ({
+            ...(graphs[i] === undefined ? {} : { graph: graphs[i] }),
             output,
             kept: w.kept.id,
             name: w.name,
@@ -163,8 +230,13 @@ export function createNativeEngine(config: NativeConfig): Engine {
         )
       } catch (error) {
         const message = messageOf(error)
+        const id = model.id.slice(0, 12)
         throw new EngineRuntimeError(
-          message.startsWith('output ') ? message : `model ${model.id.slice(0, 12)} run failed: ${message}`,
+          message.startsWith('output ')
+            ? message
+            : message.startsWith('run failed: ')
+              ? `model ${id} ${message}`
+              : `model ${id} run failed: ${message}`,
         )
       }
       const result: Fetches = {}

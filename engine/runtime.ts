@@ -78,7 +78,7 @@ const placementVerdicts = new Map<string, Promise<unknown>>()
  * this process: its child process creates the session a second time, so resident policies that load the same
  * model again each phase pay it once. Undefined where there is nothing to guard.
  */
-function guarded(
+export function guarded(
   model: Uint8Array | ModelFile,
   id: string,
   cfg: { executionProviders: readonly ExecutionProvider[]; cpuFallback: 'refuse' | 'allow' },

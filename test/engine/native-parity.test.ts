@@ -21,7 +21,7 @@ async function child(engine: string) {
 describe('native engine parity', () => {
   it("trains and decodes the tiny preset exactly as onnxruntime-node's engine does, at one thread", async () => {
     const addon = ensureNativeAddon()
-    const [local, native] = await Promise.all([child('local'), child(`native:${addon}`)])
+    const [local, native] = await Promise.all([child('local'), child(`native=${addon}`)])
     assert.equal(native.ortLibrary, local.ortLibrary, 'the same ORT library')
     assert.deepEqual(native.steps, local.steps)
     assert.equal(native.weights, local.weights)

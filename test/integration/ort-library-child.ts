@@ -1,7 +1,8 @@
 // One process's results of a fixed computation, for ort-library.test.ts to hold the PyPI wheel's ORT library to
 // onnxruntime-node's own, and test/engine/native-parity.test.ts the native engine to the local one: three train steps
 // (the optimizer in the graph) and sampled decoding (seeded) of the tiny preset at one ORT thread (bit-reproducible),
-// then the ORT library this process loaded. SEEDFLOW_CHILD_ENGINE=native:<addon> runs it on the native engine.
+// then the ORT library this process loaded. SEEDFLOW_CHILD_ENGINE=native=<addon> runs it on the native engine (native-webgpu=<addon>: its
+// tensors in WebGPU memory).
 // Prints one JSON line.
 import { createHash } from 'node:crypto'
 import { createLocalEngine, loadedOrtLibrary } from '../../engine/index.ts'
@@ -15,9 +16,13 @@ import { Trainer } from '../../policy/trainer.ts'
 
 const config = { ...PRESETS.tiny, maxPositions: 64 }
 const choice = process.env.SEEDFLOW_CHILD_ENGINE ?? 'local'
-const engine = choice.startsWith('native:')
-  ? createNativeEngine({ threads: 1, addon: choice.slice('native:'.length) })
-  : createLocalEngine({ threads: 1 })
+const [kind, addon = ''] = choice.split('=')
+const engine =
+  kind === 'native'
+    ? createNativeEngine({ threads: 1, addon })
+    : kind === 'native-webgpu'
+      ? createNativeEngine({ threads: 1, addon, executionProviders: [{ name: 'webgpu' }, 'cpu'], cpuFallback: 'allow' })
+      : createLocalEngine({ threads: 1 })
 const trainer = new Trainer(engine, config, initWeights(config, mulberry32(1)))
 const rng = mulberry32(2)
 const items = Array.from({ length: 4 }, () => {

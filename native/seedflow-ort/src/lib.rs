@@ -12,7 +12,7 @@ use napi::bindgen_prelude::{AsyncTask, Buffer};
 use napi::{Env, Error, Result, Status, Task};
 use napi_derive::napi;
 
-use crate::engine::{Config, Feed, KeptFeed, Output, Session, SessionSource, Shared, State, Write};
+use crate::engine::{Config, Device, Feed, KeptFeed, Output, Provider, Session, SessionSource, Shared, State, Write};
 use crate::ort::Ort;
 
 fn error(message: String) -> Error {
@@ -27,6 +27,26 @@ pub struct EngineOptions {
   /// disabled | basic | extended | all
   pub optimization: String,
   pub memory_arena: bool,
+  /// The device provider before the CPU: none, "cuda" or "webgpu".
+  pub device: Option<DeviceArg>,
+  /// An Identity model per element type (dtype, ONNX bytes): the device's copies to and from the host.
+  pub copy_models: Option<Vec<ModelArg>>,
+}
+
+#[napi(object)]
+pub struct DeviceArg {
+  pub name: String,
+  pub device_id: Option<i32>,
+  /// CUDA: TF32 for float32 MatMuls and convolutions (ORT's default: on).
+  pub tf32: Option<bool>,
+  /// CUDA: the provider's memory arena limit in bytes.
+  pub memory_limit: Option<i64>,
+}
+
+#[napi(object)]
+pub struct ModelArg {
+  pub key: String,
+  pub bytes: Buffer,
 }
 
 #[napi(object)]
@@ -58,6 +78,8 @@ pub struct InPlaceArg {
 
 #[napi(object)]
 pub struct WriteArg {
+  /// The key of the write graph registered with registerWrite (device engines).
+  pub graph: Option<String>,
   pub output: String,
   pub kept: u32,
   pub name: String,
@@ -88,6 +110,7 @@ fn tensor(out: Output) -> OutputTensor {
 pub struct NativeEngine {
   ort: &'static Ort,
   config: Arc<Config>,
+  device: Option<Arc<Device>>,
   state: Shared,
 }
 
@@ -103,11 +126,26 @@ impl NativeEngine {
       "all" => ORT_ENABLE_ALL,
       other => return Err(error(format!("unknown graph optimization level {other}"))),
     };
-    Ok(NativeEngine {
-      ort: ort::ort(&options.library).map_err(error)?,
-      config: Arc::new(Config { threads: options.threads as i32, optimization, memory_arena: options.memory_arena }),
-      state: Arc::new(Mutex::new(State::default())),
-    })
+    let device = match options.device {
+      None => None,
+      Some(d) if d.name == "cuda" => Some(Provider::Cuda {
+        device_id: d.device_id.unwrap_or(0),
+        tf32: d.tf32.unwrap_or(true),
+        memory_limit: d.memory_limit.map(|l| l as u64),
+      }),
+      Some(d) if d.name == "webgpu" => Some(Provider::WebGpu),
+      Some(d) => return Err(error(format!("unknown device provider {}", d.name))),
+    };
+    let ort = ort::ort(&options.library).map_err(error)?;
+    let config = Config { threads: options.threads as i32, optimization, memory_arena: options.memory_arena, device };
+    let device = match &config.device {
+      None => None,
+      Some(_) => {
+        let copies = options.copy_models.unwrap_or_default().into_iter().map(|m| (m.key, m.bytes.to_vec())).collect();
+        Some(Arc::new(Device::new(ort, &config, copies).map_err(error)?))
+      }
+    };
+    Ok(NativeEngine { ort, config: Arc::new(config), device, state: Arc::new(Mutex::new(State::default())) })
   }
 
   /// The ONNX Runtime version of the opened library.
@@ -138,7 +176,7 @@ impl NativeEngine {
   pub fn keep(&self, tensors: Vec<TensorArg>) -> Result<u32> {
     let mut set = HashMap::new();
     for t in tensors {
-      let kept = engine::keep(self.ort, &t.dtype, &t.dims, Some(&t.data)).map_err(error)?;
+      let kept = engine::keep(self.ort, self.device.as_deref(), &t.dtype, &t.dims, Some(&t.data)).map_err(error)?;
       set.insert(t.name, Arc::new(kept));
     }
     Ok(self.insert(set))
@@ -148,7 +186,7 @@ impl NativeEngine {
   pub fn allocate(&self, shapes: Vec<ShapeArg>) -> Result<u32> {
     let mut set = HashMap::new();
     for s in shapes {
-      set.insert(s.name, Arc::new(engine::keep(self.ort, &s.dtype, &s.dims, None).map_err(error)?));
+      set.insert(s.name, Arc::new(engine::keep(self.ort, self.device.as_deref(), &s.dtype, &s.dims, None).map_err(error)?));
     }
     Ok(self.insert(set))
   }
@@ -161,9 +199,27 @@ impl NativeEngine {
       .into_iter()
       .map(|name| {
         let t = set.get(&name).ok_or_else(|| error(format!("kept feeds {id} hold no tensor {name}")))?;
-        Ok(tensor(Output { name, dtype: t.dtype, dims: t.dims.clone(), data: t.bytes_of() }))
+        let data = t.read(self.device.as_deref()).map_err(error)?;
+        Ok(tensor(Output { name, dtype: t.dtype, dims: t.dims.clone(), data }))
       })
       .collect()
+  }
+
+  /// Registers the graph that writes slices into kept tensors of one element type, rank and axis on the device.
+  #[napi]
+  pub fn register_write(&self, key: String, bytes: Buffer) -> Result<()> {
+    if self.state.lock().unwrap().write_graphs.contains_key(&key) {
+      return Ok(());
+    }
+    let session = engine::create_session(self.ort, &self.config, SessionSource::Bytes(&bytes)).map_err(error)?;
+    self.state.lock().unwrap().write_graphs.insert(key, Arc::new(session));
+    Ok(())
+  }
+
+  /// Whether kept tensors live on a device.
+  #[napi(getter)]
+  pub fn on_device(&self) -> bool {
+    self.device.is_some()
   }
 
   #[napi]
@@ -207,15 +263,31 @@ impl NativeEngine {
       let set = state.kept.get(&w.kept).ok_or_else(|| error(not_here(w.kept)))?;
       let t = set.get(&w.name).ok_or_else(|| error(format!("kept feeds {} hold no tensor {}", w.kept, w.name)))?;
       let slices = w.slices.iter().map(|s| (s[0], s[1], s[2])).collect();
-      outs.push(Write { output: w.output, name: w.name, tensor: Arc::clone(t), axis: w.axis as usize, slices });
+      let graph = match &w.graph {
+        Some(key) => Some(Arc::clone(
+          state.write_graphs.get(key).ok_or_else(|| error(format!("no write graph registered as {key}")))?,
+        )),
+        None => None,
+      };
+      outs.push(Write { graph, output: w.output, name: w.name, tensor: Arc::clone(t), axis: w.axis as usize, slices });
     }
-    Ok(AsyncTask::new(RunTask { ort: self.ort, session, feeds, kept: kept_feeds, fetches, in_place: places, writes: outs }))
+    Ok(AsyncTask::new(RunTask {
+      ort: self.ort,
+      device: self.device.clone(),
+      session,
+      feeds,
+      kept: kept_feeds,
+      fetches,
+      in_place: places,
+      writes: outs,
+    }))
   }
 
   #[napi]
   pub fn close(&self) {
     let mut state = self.state.lock().unwrap();
     state.sessions.clear();
+    state.write_graphs.clear();
     state.kept.clear();
   }
 }
@@ -271,6 +343,7 @@ impl Task for LoadTask {
 
 pub struct RunTask {
   ort: &'static Ort,
+  device: Option<Arc<Device>>,
   session: Arc<Session>,
   feeds: Vec<TensorArg>,
   kept: Vec<KeptFeed>,
@@ -295,7 +368,8 @@ impl Task for RunTask {
         data: t.data.as_mut_ptr(),
       })
       .collect();
-    engine::run(self.ort, &self.session, &feeds, &self.kept, &self.fetches, &self.in_place, &self.writes).map_err(error)
+    engine::run(self.ort, self.device.as_deref(), &self.session, &feeds, &self.kept, &self.fetches, &self.in_place, &self.writes)
+      .map_err(error)
   }
 
   fn resolve(&mut self, _env: Env, outputs: Self::Output) -> Result<Self::JsValue> {

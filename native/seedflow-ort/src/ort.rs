@@ -127,18 +127,35 @@ impl Drop for Value {
 impl Ort {
   /// A tensor over `len` bytes at `data` (not owned: the memory must outlive the value), on the CPU.
   pub fn view(&self, data: *mut c_void, len: usize, dims: &[i64], t: ElementType) -> Result<Value, String> {
+    self.view_in(self.cpu, data, len, dims, t)
+  }
+
+  /// A tensor over `len` bytes at `data` in the memory `info` describes (a device's, for device pointers).
+  pub fn view_in(
+    &self,
+    info: *const OrtMemoryInfo,
+    data: *mut c_void,
+    len: usize,
+    dims: &[i64],
+    t: ElementType,
+  ) -> Result<Value, String> {
     let mut out = null_mut();
     check(self.api, unsafe {
-      (self.api.CreateTensorWithDataAsOrtValue)(self.cpu, data, len, dims.as_ptr(), dims.len(), t, &mut out)
+      (self.api.CreateTensorWithDataAsOrtValue)(info, data, len, dims.as_ptr(), dims.len(), t, &mut out)
     })?;
     Ok(Value { ptr: out, api: self.api })
   }
 
-  /// A zero-filled tensor allocated by ORT's CPU allocator (64-byte aligned), and its data pointer.
-  pub fn allocate(&self, dims: &[i64], t: ElementType, bytes: usize) -> Result<(Value, *mut u8), String> {
+  /// An uninitialized tensor from `allocator` (ORT's CPU allocator gives 64-byte aligned blocks).
+  pub fn allocate_with(&self, allocator: *mut OrtAllocator, dims: &[i64], t: ElementType) -> Result<Value, String> {
     let mut out = null_mut();
-    check(self.api, unsafe { (self.api.CreateTensorAsOrtValue)(self.allocator, dims.as_ptr(), dims.len(), t, &mut out) })?;
-    let value = Value { ptr: out, api: self.api };
+    check(self.api, unsafe { (self.api.CreateTensorAsOrtValue)(allocator, dims.as_ptr(), dims.len(), t, &mut out) })?;
+    Ok(Value { ptr: out, api: self.api })
+  }
+
+  /// A zero-filled host tensor, and its data pointer.
+  pub fn allocate(&self, dims: &[i64], t: ElementType, bytes: usize) -> Result<(Value, *mut u8), String> {
+    let value = self.allocate_with(self.allocator, dims, t)?;
     let data = self.data(&value)?;
     unsafe { std::ptr::write_bytes(data, 0, bytes) };
     Ok((value, data))

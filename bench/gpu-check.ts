@@ -33,6 +33,7 @@ import {
   probeExecutionProvider,
 } from '../engine/index.ts'
 import { Graph, type Value } from '../engine/ir.ts'
+import { createNativeEngine } from '../engine/native-engine.ts'
 import { encodeModel } from '../engine/onnx.ts'
 import { placementOf } from '../engine/placement.ts'
 import { mulberry32 } from '../envs/rng.ts'
@@ -51,6 +52,11 @@ interface TrainShape {
   config: ModelConfig
   /** LoRA over the baked base; absent: full fine-tuning. */
   lora?: LoraConfig
+  /**
+   * The native engine (engine/native-engine.ts, the check's `--addon`): what it keeps stays on the device. Its
+   * name is the onnxruntime-node shape's with `, native`, which torch's side runs once for both.
+   */
+  engine?: 'native'
   B: number
   T: number
   steps: number
@@ -80,6 +86,7 @@ export const PLANS: Record<string, Plan> = {
     train: [
       { name: 'tiny LoRA r 4, 2 × 32', config: TINY, lora: { ...R16, rank: 4, alpha: 8 }, B: 2, T: 32, steps: 2 },
       { name: 'tiny full, 2 × 32', config: TINY, B: 2, T: 32, steps: 2 },
+      { name: 'tiny full, 2 × 32, native', config: TINY, B: 2, T: 32, steps: 2, engine: 'native' },
     ],
     decode: { config: TINY, lora: { ...R16, rank: 4, alpha: 8 }, runs: [{ rows: 2, prompt: 8, tokens: 8 }] },
   },
@@ -94,6 +101,8 @@ export const PLANS: Record<string, Plan> = {
       { name: 'SmolLM2 LoRA r 16, 4 × 256', config: SMOLLM2, lora: R16, B: 4, T: 256, steps: 5 },
       { name: 'SmolLM2 LoRA r 16, 16 × 512', config: SMOLLM2, lora: R16, B: 16, T: 512, steps: 5 },
       { name: 'SmolLM2 full, 4 × 256', config: SMOLLM2, B: 4, T: 256, steps: 5 },
+      { name: 'SmolLM2 full, 4 × 256, native', config: SMOLLM2, B: 4, T: 256, steps: 5, engine: 'native' },
+      { name: 'Qwen2.5-0.5B full, 8 × 512, native', config: QWEN05, B: 8, T: 512, steps: 3, engine: 'native' },
       { name: 'Qwen2.5-0.5B LoRA r 16, 8 × 512', config: QWEN05, lora: R16, B: 8, T: 512, steps: 5 },
       { name: 'Qwen2.5-3B LoRA r 16, 4 × 512', config: QWEN3, lora: R16, B: 4, T: 512, steps: 3 },
     ],
@@ -115,8 +124,9 @@ const MiB = (bytes: number) => bytes / 2 ** 20
  * The product's engine on `ep`, the CPU-fallback guard off: the placement and guard steps report fallback, and the
  * timings are still measured where the guard would refuse a graph (with what it costs).
  */
-function engineOn(ep: ExecutionProvider, threads: number): Engine {
-  return createLocalEngine({ threads, executionProviders: [ep], cpuFallback: 'allow' })
+function engineOn(ep: ExecutionProvider, threads: number, addon?: string): Engine {
+  const config = { threads, executionProviders: [ep], cpuFallback: 'allow' } as const
+  return addon ? createNativeEngine({ ...config, addon }) : createLocalEngine(config)
 }
 
 function randomIds(rng: { next(): number }, n: number, vocab: number): number[] {
@@ -212,8 +222,9 @@ async function parity(plan: Plan['parity'], ep: ExecutionProvider, threads: numb
   }
 }
 
-async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: number) {
-  const engine = meteredEngine(engineOn(ep, threads))
+async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: number, addon?: string) {
+  if (shape.engine === 'native' && !addon) throw new Error('a native-engine shape needs --addon (the built addon)')
+  const engine = meteredEngine(engineOn(ep, threads, shape.engine === 'native' ? addon : undefined))
   try {
     const weights = initWeights(shape.config, mulberry32(1))
     const lora = shape.lora
@@ -235,8 +246,10 @@ async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: num
     }
     const t = engine.traffic
     // what the engine keeps (the trained tensors and AdamW's two moments) is read by every step and written back
-    // in place: host memory for onnxruntime-node, so on a device all of it crosses both ways
+    // in place: host memory for onnxruntime-node, so on a device all of it crosses both ways; the native engine
+    // keeps it where the model runs, so none of it crosses
     const stateBytes = trainer.trainedSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0) * 4 * 3
+    const crossing = shape.engine === 'native' ? 0 : stateBytes
     const perStep = (x: number) => x / shape.steps
     return {
       parameters: {
@@ -250,8 +263,8 @@ async function trainShape(shape: TrainShape, ep: ExecutionProvider, threads: num
       mibPerStep: {
         fed: MiB(perStep(t.fedBytes)),
         fetched: MiB(perStep(t.fetchedBytes)),
-        keptStateEachWay: MiB(stateBytes),
-        hostDeviceTotal: MiB(perStep(t.fedBytes + t.fetchedBytes) + 2 * stateBytes),
+        keptStateEachWay: MiB(crossing),
+        hostDeviceTotal: MiB(perStep(t.fedBytes + t.fetchedBytes) + 2 * crossing),
       },
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
     }
@@ -307,14 +320,16 @@ async function decodeRuns(plan: Plan['decode'], ep: ExecutionProvider, threads: 
 export function torchPlan(plan: Plan): Record<string, unknown> {
   const hf = (c: ModelConfig) => ({ ...toHuggingFaceConfig(c, { eosIds: [0] }), qkv_bias: c.qkvBias })
   return {
-    train: plan.train.map((s) => ({
-      name: s.name,
-      config: hf(s.config),
-      lora: s.lora ?? null,
-      B: s.B,
-      T: s.T,
-      steps: s.steps,
-    })),
+    train: plan.train
+      .filter((s) => s.engine === undefined)
+      .map((s) => ({
+        name: s.name,
+        config: hf(s.config),
+        lora: s.lora ?? null,
+        B: s.B,
+        T: s.T,
+        steps: s.steps,
+      })),
     decode: { config: hf(plan.decode.config), lora: plan.decode.lora, runs: plan.decode.runs },
   }
 }
@@ -391,6 +406,7 @@ export async function runCheck(): Promise<void> {
       threads: { type: 'string', default: '2' },
       only: { type: 'string' },
       'write-plan': { type: 'string' },
+      addon: { type: 'string' },
     },
   })
   const ep = parseExecutionProvider(values['execution-provider'])
@@ -436,7 +452,8 @@ export async function runCheck(): Promise<void> {
   await record('placement', () => placement(plan, ep))
   await record('guard', () => guard(ep))
   await record('parity', () => parity(plan.parity, ep, threads))
-  for (const shape of plan.train) await record(`train: ${shape.name}`, () => trainShape(shape, ep, threads))
+  for (const shape of plan.train)
+    await record(`train: ${shape.name}`, () => trainShape(shape, ep, threads, values.addon))
   await record('decode', async () => ({ runs: await decodeRuns(plan.decode, ep, threads) }))
 }
 

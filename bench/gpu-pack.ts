@@ -2,7 +2,7 @@
 // with an NVIDIA GPU and no Node (the H200 machines seedflow is checked on: Python and the CUDA 13 runtime, no
 // network), in parts small enough to send one per command (≤ 60 MiB each, docs/benchmarks.md §6.9):
 //   DIR/part1  this Node binary and the PyPI wheel's ORT library (xz; Python's lzma unpacks them there), the
-//              onnxruntime-node binding, and the check bundled by esbuild into one .mjs; `sh part1/run.sh` unpacks
+//              onnxruntime-node binding, the native engine's addon, and the check bundled by esbuild into one .mjs; `sh part1/run.sh` unpacks
 //              them into a stash folder ($SEEDFLOW_STASH, default /root/stash) and, given arguments, runs the check
 //              with them (on the CPU provider: how CI proves the pack);
 //   DIR/part2  the CUDA provider (`--cuda`; its cubins for one architecture only, other architectures' bytes
@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { ensureCudaLibraries } from '../infra/cuda.ts'
 import { cacheDir } from '../infra/models.ts'
+import { ensureNativeAddon } from '../infra/native.ts'
 import { PROJECT_ROOT } from '../infra/tools.ts'
 import { PLANS, torchPlan } from './gpu-check.ts'
 
@@ -59,11 +60,11 @@ if [ "\${1:-}" = torch ]; then
 fi
 ${UNPACK}
 mkdir -p "$stash"
-cp -R "$here/node_modules" "$here/gpu-check.mjs" "$stash/"
+cp -R "$here/node_modules" "$here/gpu-check.mjs" "$here/seedflow_ort.node" "$stash/"
 unpack "$here/node.xz" "$stash/node" && chmod +x "$stash/node"
 unpack "$here/libonnxruntime.so.1.xz" "$stash/${BINDING_DIR}/libonnxruntime.so.1"
 echo "gpu-pack: part 1 unpacked into $stash ($("$stash/node" --version))"
-if [ "$#" -gt 0 ]; then cd "$stash" && exec ./node gpu-check.mjs "$@"; fi
+if [ "$#" -gt 0 ]; then cd "$stash" && exec ./node gpu-check.mjs --addon "$stash/seedflow_ort.node" "$@"; fi
 `
 
 const PART2_RUN = `#!/bin/sh
@@ -87,7 +88,7 @@ done
   dirs="$dirs:$here/stubs"
 export LD_LIBRARY_PATH="\${dirs#:}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu-pack: CUDA libraries from $LD_LIBRARY_PATH"
-cd "$stash" && exec ./node gpu-check.mjs --execution-provider cuda "$@"
+cd "$stash" && exec ./node gpu-check.mjs --execution-provider cuda --addon "$stash/seedflow_ort.node" "$@"
 `
 
 async function bundle(out: string): Promise<void> {
@@ -133,6 +134,7 @@ export async function pack(dir: string, options: { cuda?: boolean; arch?: string
       recursive: true,
     },
   )
+  await copyFile(ensureNativeAddon(), join(part1, 'seedflow_ort.node'))
   await xz(process.execPath, join(part1, 'node.xz'), `node-${process.version}`)
   await xz(join(ortGpu, 'libonnxruntime.so.1'), join(part1, 'libonnxruntime.so.1.xz'), 'libonnxruntime')
   await mkdir(join(part1, 'torch', 'compare'), { recursive: true })

@@ -32,7 +32,8 @@ export function compare(ours: Side, torch: Side): Array<Record<string, string | 
   for (const [name, step] of Object.entries(ours.steps)) {
     if (!name.startsWith('train: ')) continue
     const a = step as TrainFigures & { error?: string }
-    const b = torch.steps[name] as (TrainFigures & { error?: string }) | undefined
+    // a native-engine shape is paired with torch's run of the same shape (its name without `, native`)
+    const b = torch.steps[name.replace(/, native$/, '')] as (TrainFigures & { error?: string }) | undefined
     rows.push({
       figure: `${name.slice('train: '.length)}: trainer.step`,
       seedflow: a.stepSeconds?.median ?? null,

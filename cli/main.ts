@@ -292,6 +292,15 @@ program
       .argParser(executionProvider)
       .env('SEEDFLOW_EXECUTION_PROVIDER'),
   )
+  .addOption(
+    new Option(
+      '--engine <engine>',
+      "the tensor engine: onnxruntime-node, or native (ORT's C API, kept tensors where the model runs; built by cargo)",
+    )
+      .choices(['onnxruntime-node', 'native'])
+      .default('onnxruntime-node')
+      .env('SEEDFLOW_ENGINE'),
+  )
   .action(workerCommand)
 
 program

@@ -7,6 +7,7 @@ import {
 } from '../engine/index.ts'
 import { cudaRemedy } from '../infra/cuda.ts'
 import { localPaths } from '../infra/local-stack.ts'
+import { ensureNativeAddon } from '../infra/native.ts'
 import { storeFromEnv } from '../store/from-env.ts'
 import { assertValidRunId } from '../store/keys.ts'
 import { countersFileListener } from '../workers/counters-file.ts'
@@ -36,6 +37,8 @@ export interface WorkerCommandOptions {
   metricsPort?: number
   metricsHost?: string
   executionProvider?: ExecutionProvider
+  /** The tensor engine: onnxruntime-node's (default) or the native one (engine/native-engine.ts). */
+  engine?: 'onnxruntime-node' | 'native'
 }
 
 /** The provider's probe, its refusal completed with what installs the missing library. */
@@ -58,6 +61,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   const faults = armedFaults() // a bad SEEDFLOW_FAULT fails here, before any work
   const provider = options.executionProvider ?? 'cpu'
   if (provider !== 'cpu') await probeProvider(provider)
+  const nativeAddon = options.engine === 'native' ? ensureNativeAddon() : undefined
   const { target } = await resolveTemporal()
   // fault injection (SEEDFLOW_FAULT) around the store and the phases; unarmed, each point returns at once
   const store = withStoreFaults(
@@ -86,6 +90,7 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
     ...(counters ? { counters } : {}),
     ...(options.profile ? { profilePath: options.profile } : {}),
     ...(provider === 'cpu' ? {} : { executionProviders: [provider, 'cpu'] as const }),
+    ...(nativeAddon ? { nativeAddon } : {}),
     ...(metrics ? { activityInterceptors: [metrics.activityInterceptor] } : {}),
     ...(options.heartbeatTimeout ? { heartbeatTimeoutSeconds: options.heartbeatTimeout } : {}),
     ...(options.episodesPerShard ? { episodesPerShard: options.episodesPerShard } : {}),
@@ -97,7 +102,10 @@ export async function workerCommand(role: string | undefined, options: WorkerCom
   )
   if (local.residentQueue)
     say(`its own queue ${local.residentQueue}: the train phases of the policies it keeps loaded come there first`)
-  if (provider !== 'cpu') say(`models run on ${describeProvider(provider)}`)
+  if (provider !== 'cpu' || nativeAddon)
+    say(
+      `models run on ${describeProvider(provider)}${nativeAddon ? ', in the native engine (kept tensors stay where they run)' : ''}`,
+    )
   if (served && port !== undefined)
     say(`metrics at http://${host}:${served.port}/metrics, the Temporal SDK's at http://${host}:${port + 1}/metrics`)
   if (options.countersFile) say(`phase counters appended to ${options.countersFile}`)

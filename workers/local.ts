@@ -10,6 +10,7 @@ import {
 import { createActivities } from '../activities/index.ts'
 import type { PhaseCounters, PhaseHooks } from '../activities/phase.ts'
 import { createWorkerEngine, type Engine, type ExecutionProvider } from '../engine/index.ts'
+import { createNativeEngine } from '../engine/native-engine.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { boundedFailures } from './bounded-failures.ts'
 import { profileRecorder } from './profile.ts'
@@ -37,6 +38,11 @@ export interface LocalWorkerOptions {
   queues?: readonly TaskQueueName[]
   /** Execution providers of the default engine, in order of preference (default CPU). */
   executionProviders?: readonly ExecutionProvider[]
+  /**
+   * The default engine is the native one (engine/native-engine.ts, this built addon: kept tensors in memory the
+   * engine owns, a device's with a device provider) instead of onnxruntime-node's in a worker thread.
+   */
+  nativeAddon?: string
   /** Activity interceptors of every worker (metrics). */
   activityInterceptors?: ActivityInterceptorsFactory[]
   /**
@@ -89,12 +95,15 @@ export async function createLocalWorker(options: LocalWorkerOptions): Promise<Lo
   const profile = options.profilePath ? profileRecorder(options.profilePath) : undefined
   const inner =
     options.engine ??
-    lazyEngine(() =>
-      createWorkerEngine({
+    lazyEngine(() => {
+      const config = {
         threads: ortThreads(),
         ...(options.executionProviders ? { executionProviders: options.executionProviders } : {}),
-      }),
-    )
+      }
+      return options.nativeAddon
+        ? createNativeEngine({ ...config, addon: options.nativeAddon })
+        : createWorkerEngine(config)
+    })
   const engine = profile ? profile.wrap(inner) : inner
   const queues = options.queues ?? ['control', 'rollout', 'train']
   const names = workerTaskQueues(options.runId)

@@ -42,6 +42,7 @@ describe('the GPU check pack, on the CPU', () => {
       'parity',
       'train: tiny LoRA r 4, 2 × 32',
       'train: tiny full, 2 × 32',
+      'train: tiny full, 2 × 32, native',
       'decode',
     ])
     for (const name of names)
@@ -55,5 +56,9 @@ describe('the GPU check pack, on the CPU', () => {
     }
     assert.ok((full.losses.at(-1) as number) < (full.losses[0] as number), 'the full steps trained')
     assert.ok(full.mibPerStep.keptStateEachWay > 30, 'weights and both moments of 3.5M parameters cross each way')
+    const native = report.steps['train: tiny full, 2 × 32, native'] as typeof full
+    for (const [i, loss] of native.losses.entries())
+      assert.ok(Math.abs(loss - (full.losses[i] as number)) < 1e-5 * Math.abs(loss), `step ${i}: the same training`)
+    assert.equal(native.mibPerStep.keptStateEachWay, 0, 'what the native engine keeps stays where it runs')
   })
 })

@@ -7,7 +7,8 @@
 // Then, for each phase fault point of the wrapper (SEEDFLOW_FAULT, infra/faults.ts), one run whose workers SIGKILL
 // themselves in turn at that point of snapshot, rollout, analyze, rescore, update and evaluate, each replaced by
 // a new worker: the run completes, no shard whose manifest was written before a kill is computed again, and the
-// rollouts, skills and final checkpoint have the bytes of an uninterrupted run with the same seeds.
+// rollouts, skills and final checkpoint have the bytes of an uninterrupted run with the same seeds. Last, the same
+// run on workers with the native engine (--engine native), one killed in its update: the same bytes again.
 import assert from 'node:assert/strict'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -351,4 +352,35 @@ describe('killing the worker at each phase fault point (one worker after another
       console.log(`worker-kill chain: ${point}, 6 kills, run done in ${seconds.toFixed(1)} s`)
     })
   }
+
+  it('ends with the same bytes on a worker with the native engine (--engine native), killed mid-update', async () => {
+    const runId = `${RUN_ID}-native`
+    const started = Date.now()
+    const handle = await start(runId)
+    const done = handle.result()
+    const native = (name: string, fault?: string) => {
+      const w = startKillTestWorker(dir, name, {
+        prefix,
+        episodesPerShard: 2,
+        env: { SEEDFLOW_ENGINE: 'native', ...(fault ? { SEEDFLOW_FAULT: fault } : {}) },
+      })
+      workers.push(w)
+      return w
+    }
+    const first = native('native-killed', 'update:mid-work')
+    const outcome = await Promise.race([first.exited.then(() => 'exited' as const), done.then(() => 'done' as const)])
+    if (outcome === 'done') await kill(first)
+    assert.equal(outcome, 'exited', `the run ended before the update fault fired:\n${tail(first)}`)
+    assert.match(readFileSync(first.log, 'utf8'), /in the native engine/)
+    const last = native('native-last')
+    let result: SeedRunResult
+    try {
+      result = await done
+    } finally {
+      await kill(last)
+    }
+    assert.ok(result.checkpoint, `run ended without a checkpoint (${result.outcome})`)
+    assert.deepEqual(await runBytes(store, runId, result.checkpoint.sha256), reference)
+    console.log(`worker-kill chain: native engine, 1 kill, run done in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  })
 })

@@ -1,4 +1,10 @@
-export { EnvHttpError, HttpEnvClient, type HttpEnvClientOptions, type RemoteStep } from './client.ts'
+export {
+  type EnvFailure,
+  EnvHttpError,
+  HttpEnvClient,
+  type HttpEnvClientOptions,
+  type RemoteStep,
+} from './client.ts'
 export type { CreateRequest, StepReply } from './protocol.ts'
 export {
   DEFAULT_IDLE_TTL_MS,

@@ -39,7 +39,11 @@ export function keepHistory(text: string, window: number): string {
 
 /** The ordinary step prompt of an episode under the run's prompt settings (no skill, not yet fitted). */
 export function stepPrompt(episode: Episode, settings: PromptSettings): string {
-  const raw = episode.prompt({ compact: settings.compact })
+  return stepPromptText(episode.prompt({ compact: settings.compact }), settings)
+}
+
+/** The step prompt from the environment's own (`Episode.prompt`, or a remote server's /prompt), as stepPrompt. */
+export function stepPromptText(raw: string, settings: PromptSettings): string {
   const text = settings.compactGrids ? compactGrid(raw) : raw
   return keepHistory(text, settings.historyWindow)
 }

@@ -2,14 +2,15 @@
 // generate call per turn over every live episode. Every env step becomes one step sample with its prompt and
 // response tokens, the sampler's log-probs, the parsed action, validity and reward.
 import { getEnv } from '../envs/index.ts'
+import { type EpisodeOpener, type PlayedEpisode, played } from '../envs/played.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
-import type { Episode, TaskRef, Trajectory } from '../envs/types.ts'
+import type { TaskRef, Trajectory } from '../envs/types.ts'
 import { generate } from '../policy/generate.ts'
 import type { PromptSettings } from '../seed/config.ts'
 import { ENV_STOP_STRINGS, type RunEnvName } from '../seed/config.ts'
 import { episodeSkillBlock, type FitTally, tallyFits } from '../seed/index.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
-import { type FittedPrompt, fitPrompt, stepPrompt } from './prompts.ts'
+import { type FittedPrompt, fitPrompt, stepPromptText } from './prompts.ts'
 
 export interface RolloutStep {
   /** The ordinary step prompt (history window applied, no skill, before fitting): the teacher prompt's base. */
@@ -74,6 +75,12 @@ export interface RolloutInput {
   maxBatch?: number
   /** Called after every generate call with the episodes finished so far (progress lines, heartbeats). */
   onProgress?: (finished: number, episodes: number) => void
+  /**
+   * Where the episodes live: default, the built-in environment `env` in this process; else these (a remote
+   * server's: envs/http/remote-episode.ts), stepped together per turn so that a slow one holds up no other.
+   * `env` still gives the stop strings and the step cap.
+   */
+  episodes?: EpisodeOpener
 }
 
 export interface RolloutStats {
@@ -114,37 +121,36 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
   }
   const stop = ENV_STOP_STRINGS[input.env]
   interface Live {
-    traj: RolloutTrajectory
-    episode: Episode
+    id: number
+    group: number
+    sample: number
+    task: TaskRef
+    steps: RolloutStep[]
+    episode: PlayedEpisode
     rng: ReturnType<typeof mulberry32>
     skill: string | null
   }
-  const all: Live[] = []
   if (input.groups && input.groups.length !== input.tasks.length)
     throw new CorePhaseError(`rollout: ${input.groups.length} group indices for ${input.tasks.length} tasks`)
-  input.tasks.forEach((task, at) => {
-    const group = input.groups?.[at] ?? at
-    for (let sample = 0; sample < input.groupSize; sample++) {
-      const id = group * input.groupSize + sample
-      const episode = env.reset(task)
-      all.push({
-        traj: {
+  const open = input.episodes ?? (async (task: TaskRef) => played(env.reset(task)))
+  const all: Live[] = await Promise.all(
+    input.tasks.flatMap((task, at) => {
+      const group = input.groups?.[at] ?? at
+      return Array.from({ length: input.groupSize }, async (_, sample) => {
+        const id = group * input.groupSize + sample
+        return {
           id,
           group,
           sample,
           task,
           steps: [],
-          trajectory: episode.trajectory(),
-          won: false,
-          score: 0,
-          totalReward: 0,
-        },
-        episode,
-        rng: mulberry32(mixSeed(input.seed, id)),
-        skill: input.actingSkills?.[at] ?? null,
+          episode: await open(task),
+          rng: mulberry32(mixSeed(input.seed, id)),
+          skill: input.actingSkills?.[at] ?? null,
+        }
       })
-    }
-  })
+    }),
+  )
   const fits: FittedPrompt[] = []
   let newTokens = 0
   const maxBatch = input.maxBatch ?? all.length
@@ -153,8 +159,9 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     if (live.length === 0) break
     for (let from = 0; from < live.length; from += maxBatch) {
       const batch = live.slice(from, from + maxBatch)
-      const prompts = batch.map((e) => {
-        const text = stepPrompt(e.episode, input.prompt)
+      const raw = await Promise.all(batch.map((e) => e.episode.prompt({ compact: input.prompt.compact })))
+      const prompts = batch.map((e, i) => {
+        const text = stepPromptText(raw[i] as string, input.prompt)
         const fit = fitPrompt(codec, text, budget, e.skill ? episodeSkillBlock(e.skill) : undefined)
         fits.push(fit)
         return { text, fit }
@@ -172,13 +179,19 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
         },
       )
       newTokens += out.stats.newTokens
+      // every row's step at once: a remote environment answers them concurrently
+      const stepped = await Promise.all(
+        batch.map(async (e, i) => {
+          const responseText = codec.decode(out.sequences[i]!.tokens)
+          const expertAction = (await e.episode.expertAction()) ?? ''
+          return { responseText, expertAction, result: await e.episode.step(responseText) }
+        }),
+      )
       batch.forEach((e, i) => {
         const gen = out.sequences[i]!
         const p = prompts[i]!
-        const responseText = codec.decode(gen.tokens)
-        const expertAction = e.episode.expertAction()
-        const result = e.episode.step(responseText)
-        e.traj.steps.push({
+        const { responseText, expertAction, result } = stepped[i]!
+        e.steps.push({
           promptText: p.text,
           actingPrompt: p.fit.prompt,
           promptIds: p.fit.ids,
@@ -200,14 +213,24 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       )
     }
   }
-  for (const e of all) {
-    const t = e.episode.trajectory()
-    e.traj.trajectory = t
-    e.traj.won = t.info.won
-    e.traj.score = t.info.score
-    e.traj.totalReward = t.totalReward
-  }
-  const trajectories = all.map((e) => e.traj)
+  const trajectories: RolloutTrajectory[] = await Promise.all(
+    all.map(async (e) => {
+      const t = await e.episode.trajectory()
+      await e.episode.close()
+      const { id, group, sample, task, steps } = e
+      return {
+        id,
+        group,
+        sample,
+        task,
+        steps,
+        trajectory: t,
+        won: t.info.won,
+        score: t.info.score,
+        totalReward: t.totalReward,
+      }
+    }),
+  )
   const samples = trajectories.flatMap((t) => t.steps)
   const n = Math.max(1, trajectories.length)
   return {

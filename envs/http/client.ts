@@ -89,6 +89,7 @@ const PROMPT_REPLY = z.object({ prompt: z.string() })
 const TRAJECTORY_REPLY = z
   .object({ env: z.string(), steps: z.array(z.unknown()), finalObservation: z.string(), totalReward: z.number() })
   .loose()
+const EXPERT_REPLY = z.object({ action: z.string() })
 const CLOSE_REPLY = z.unknown()
 
 /** Why a fetch failed before any reply: a refused or dropped connection, or the time limit. */
@@ -234,6 +235,11 @@ export class HttpEnvClient {
       true,
       TRAJECTORY_REPLY,
     )) as unknown as Trajectory
+  }
+
+  /** The expert's next action (the optional route /expert_action; a server without it answers 404 `no route`). */
+  async expertAction(id: number): Promise<string> {
+    return (await this.request('GET', `/expert_action?id=${id}`, undefined, true, EXPERT_REPLY)).action
   }
 
   async close(id: number): Promise<void> {

@@ -6,6 +6,7 @@ export {
   type RemoteStep,
 } from './client.ts'
 export type { CreateRequest, StepReply } from './protocol.ts'
+export { RemoteEpisode, remoteEpisodes } from './remote-episode.ts'
 export {
   DEFAULT_IDLE_TTL_MS,
   DEFAULT_MAX_EPISODES,

@@ -6,6 +6,7 @@
 //   GET  /available_actions?id=        → {available_actions: string[] | null}
 //   GET  /prompt?id=&compact=          → {prompt}                (seedflow extension: the verl-agent style prompt)
 //   GET  /trajectory?id=               → Trajectory              (seedflow extension)
+//   GET  /expert_action?id=            → {action}                (optional: the expert's next action, inner text)
 //   POST /close                        {id}                     → {closed: true}
 // Episode ids are what /create answered: non-negative integers, as a JSON number in a body (`{"id": 3}`, never
 // `"3"` or `[3]`) and in plain decimal in a query (`?id=3`, never `0x3`, `3e0` or `03`); anything else is a 400.

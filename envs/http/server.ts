@@ -206,6 +206,8 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
         return { prompt: queryId().prompt({ compact: query.compact === 'true' }) }
       case 'GET /trajectory':
         return queryId().trajectory()
+      case 'GET /expert_action':
+        return { action: queryId().expertAction() }
       case 'POST /close': {
         const [id] = episodeOf(body.id, 'body')
         episodes.delete(id)

@@ -52,7 +52,24 @@ export interface TemporalServer extends TemporalEndpoints {
 
 export const TEMPORAL_NAME = 'temporal'
 
+/**
+ * Starts the dev server. Ports it was not given are free ones, picked a moment before the server binds them: on a
+ * shared machine another process (an outgoing connection's ephemeral port) can take one in between, so a start that
+ * fails with "address already in use" on picked ports is tried again with new ones (3 tries).
+ */
 export async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
+  const picked = options.port === undefined || options.metricsPort === undefined || options.httpPort === undefined
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options)
+    } catch (error) {
+      if (!picked || attempt >= 3 || !/address already in use/.test(String(error))) throw error
+      process.stderr.write(`seedflow: a port picked for the Temporal dev server was taken meanwhile; trying new ones\n`)
+    }
+  }
+}
+
+async function startOnce(options: TemporalServerOptions): Promise<TemporalServer> {
   const port = options.port ?? (await freePort())
   const metricsPort = options.metricsPort ?? (await freePort())
   const httpPort = options.httpPort ?? (await freePort())

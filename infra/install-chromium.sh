@@ -12,20 +12,8 @@ find_browser() {
   return 1
 }
 
-if browser="$(find_browser)"; then
-  echo "seedflow: chromium present ($browser)" >&2
-  echo "$browser"
-  exit 0
-fi
-if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "seedflow: the browser tests need Chromium: install the Debian package (sudo apt-get install chromium) or set SEEDFLOW_CHROMIUM to a Chromium binary" >&2
-  exit 1
-fi
-echo "seedflow: installing Debian's chromium package for the browser tests ..." >&2
-start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-apt-get install -y -qq --no-install-recommends chromium >&2
-browser="$(find_browser)" || { echo "seedflow: chromium is still not on PATH after apt-get install" >&2; exit 1; }
-echo "seedflow: chromium installed in $(( $(date +%s) - start )) s ($browser)" >&2
-echo "$browser"
+# shellcheck source=infra/apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+ensure_from_apt chromium find_browser \
+  "the browser tests need Chromium: install the Debian package (sudo apt-get install chromium) or set SEEDFLOW_CHROMIUM to a Chromium binary" \
+  chromium

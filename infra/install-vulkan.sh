@@ -20,28 +20,17 @@ find_icd() {
   return 1
 }
 
-if icd="$(find_icd)"; then
-  echo "seedflow: software Vulkan present ($icd)" >&2
-  echo "$icd"
-  exit 0
-fi
-if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "seedflow: the device-provider tests need Mesa's lavapipe ≥ $MIN_MESA (Debian: apt-get install -t bookworm-backports mesa-vulkan-drivers libvulkan1) or SEEDFLOW_VULKAN_ICD naming a Vulkan ICD file" >&2
-  exit 1
-fi
-echo "seedflow: installing Mesa's software Vulkan (lavapipe) for the device-provider tests ..." >&2
-start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
 target=()
 # shellcheck disable=SC1091
-if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = "bookworm" ]; then
-  list=/etc/apt/sources.list.d/seedflow-bookworm-backports.list
+if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = "bookworm" ]; then target=(-t bookworm-backports); fi
+before_apt() {
+  [ "${#target[@]}" -gt 0 ] || return 0
   grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/ ||
-    echo "deb http://deb.debian.org/debian bookworm-backports main" >"$list"
-  target=(-t bookworm-backports)
-fi
-apt-get update -qq >&2
-apt-get install -y -qq --no-install-recommends "${target[@]}" mesa-vulkan-drivers libvulkan1 >&2
-icd="$(find_icd)" || { echo "seedflow: no lavapipe ≥ $MIN_MESA after apt-get install (mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null))" >&2; exit 1; }
-echo "seedflow: software Vulkan installed in $(( $(date +%s) - start )) s ($icd)" >&2
-echo "$icd"
+    echo "deb http://deb.debian.org/debian bookworm-backports main" >/etc/apt/sources.list.d/seedflow-bookworm-backports.list
+}
+
+# shellcheck source=infra/apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+ensure_from_apt "Mesa's software Vulkan (lavapipe ≥ $MIN_MESA)" find_icd \
+  "the device-provider tests need Mesa's lavapipe ≥ $MIN_MESA (Debian: apt-get install -t bookworm-backports mesa-vulkan-drivers libvulkan1) or SEEDFLOW_VULKAN_ICD naming a Vulkan ICD file" \
+  "${target[@]}" mesa-vulkan-drivers libvulkan1

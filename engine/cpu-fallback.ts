@@ -158,3 +158,26 @@ export async function guardPlacement(
   if (refused.length > 0) throw new CpuFallbackError(id, device ? describeProvider(device) : 'the CPU', refused)
   return { cpuNodes: placement.providers.CPUExecutionProvider?.count ?? 0 }
 }
+
+const placementVerdicts = new Map<string, Promise<unknown>>()
+
+/**
+ * The guard of an engine's load on a device provider (guardPlacement), once per model and providers in
+ * this process: its child process creates the session a second time, so resident policies that load the same
+ * model again each phase pay it once. Undefined where there is nothing to guard.
+ */
+export function guarded(
+  model: Uint8Array | ModelFile,
+  id: string,
+  cfg: { executionProviders: readonly ExecutionProvider[]; cpuFallback: 'refuse' | 'allow' },
+): Promise<unknown> | undefined {
+  if (cfg.cpuFallback === 'allow' || cfg.executionProviders[0] === 'cpu') return undefined
+  const key = `${id} ${JSON.stringify(cfg.executionProviders)}`
+  let verdict = placementVerdicts.get(key)
+  if (!verdict) {
+    verdict = guardPlacement(model, id, cfg.executionProviders)
+    verdict.catch(() => placementVerdicts.delete(key)) // a refusal is not kept: the next load checks again
+    placementVerdicts.set(key, verdict)
+  }
+  return verdict
+}

@@ -130,14 +130,3 @@ export function writeSlices(source: TensorData, target: TensorData, write: KeptW
     }
   }
 }
-
-/** Gives back one reference a `load` took; true when it was the last, and the session is to go. */
-export function lastReference(refs: Map<string, number>, id: string): boolean {
-  const left = (refs.get(id) ?? 1) - 1
-  if (left > 0) {
-    refs.set(id, left)
-    return false
-  }
-  refs.delete(id)
-  return true
-}

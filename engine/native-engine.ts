@@ -10,15 +10,16 @@
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { createBuilder } from './builder.ts'
-import { CpuFallbackError } from './cpu-fallback.ts'
+import { CpuFallbackError, guarded } from './cpu-fallback.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError, messageOf } from './errors.ts'
 import type { Engine, KeptFeeds, ModelHandle } from './interface.ts'
 import { Graph } from './ir.ts'
-import { checkedRun, checkRows, heldBy, keptTensor, lastReference, type Shaped, withKept } from './kept.ts'
+import { checkedRun, checkRows, heldBy, keptTensor, type Shaped, withKept } from './kept.ts'
 import { encodeModel } from './onnx.ts'
 import { loadedOrtLibrary } from './provider-libraries.ts'
-import { guarded, modelId, type RuntimeConfig, resolvedConfig } from './runtime.ts'
+import { modelId, type RuntimeConfig, resolvedConfig } from './runtime.ts'
+import { SessionTable } from './session-table.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 
 export interface NativeConfig extends RuntimeConfig {
@@ -154,8 +155,9 @@ export function createNativeEngine(config: NativeConfig): Engine {
     }
     return key
   }
-  const sessions = new Map<string, Promise<{ inputNames: string[]; outputNames: string[] }>>()
-  const refs = new Map<string, number>()
+  const sessions = new SessionTable<{ inputNames: string[]; outputNames: string[] }>(cfg.maxSessions, (id) =>
+    native.release(id),
+  )
   const kept = new Map<number, Record<string, Shaped>>()
   const rowsOf = (t: Shaped, rows: number, name: string): Shaped => {
     checkRows(t.dims, rows, name)
@@ -165,48 +167,29 @@ export function createNativeEngine(config: NativeConfig): Engine {
     kept.set(id, shapes)
     return { id, names: Object.keys(shapes) }
   }
-  const loaded = (id: string) => {
-    const s = sessions.get(id)
-    if (!s) throw new EngineRuntimeError(`model ${id.slice(0, 12)} is not loaded in this engine`)
-    return s
-  }
-  const evict = (id: string) => {
-    sessions.delete(id)
-    refs.delete(id)
-    native.release(id)
-  }
-
   return {
     async load(model) {
       const id = model instanceof Uint8Array ? modelId(model) : model.id
-      refs.set(id, (refs.get(id) ?? 0) + 1)
-      let s = sessions.get(id)
-      if (!s) {
-        const guard = guarded(model, id, cfg)
+      const s = sessions.acquire(id, () => {
         const bytes =
           model instanceof Uint8Array
             ? Buffer.from(model.buffer as ArrayBuffer, model.byteOffset, model.byteLength)
             : null
-        s = Promise.all([native.load(id, bytes, model instanceof Uint8Array ? null : model.path), guard])
+        const path = model instanceof Uint8Array ? null : model.path
+        return Promise.all([native.load(id, bytes, path), guarded(model, id, cfg)])
           .then(([{ inputs, outputs }]) => ({ inputNames: inputs, outputNames: outputs }))
           .catch((error: unknown) => {
-            sessions.delete(id)
             native.release(id)
             if (error instanceof CpuFallbackError) throw error
             throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
           })
-        sessions.set(id, s)
-        while (sessions.size > cfg.maxSessions) {
-          const ids = [...sessions.keys()]
-          evict(ids.find((i) => !refs.get(i)) ?? (ids[0] as string))
-        }
-      }
+      })
       const ready = await s
       return { id, inputNames: [...ready.inputNames], outputNames: [...ready.outputNames] }
     },
 
     async run(model: ModelHandle, given: Feeds, options = {}): Promise<Fetches> {
-      const session = await loaded(model.id)
+      const session = await sessions.get(model.id)
       const feeds = withKept<Shaped>(given, options.kept, kept, rowsOf)
       const { fetches, inPlace, writes } = checkedRun(model.id, session, given, feeds, options)
       const handles = options.kept === undefined ? [] : 'id' in options.kept ? [options.kept] : options.kept
@@ -276,12 +259,11 @@ export function createNativeEngine(config: NativeConfig): Engine {
     },
 
     async release(model) {
-      if (lastReference(refs, model.id)) evict(model.id)
+      if (sessions.release(model.id)) native.release(model.id)
     },
 
     async close() {
       sessions.clear()
-      refs.clear()
       kept.clear()
       native.close()
     },

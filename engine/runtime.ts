@@ -5,16 +5,16 @@ import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { InferenceSession, listSupportedBackends, Tensor } from 'onnxruntime-node'
 import { createBuilder } from './builder.ts'
-import { CpuFallbackError, guardPlacement } from './cpu-fallback.ts'
+import { CpuFallbackError, guarded } from './cpu-fallback.ts'
 import { type DType, TYPED_ARRAY } from './dtype.ts'
 import { EngineRuntimeError, messageOf } from './errors.ts'
 import { type ExecutionProvider, ortProvider } from './execution-provider.ts'
 import type { Engine, KeptFeeds, ModelHandle } from './interface.ts'
 import { Graph } from './ir.ts'
-import { checkedRun, firstRows, heldBy, keptTensor, lastReference, withKept, writeSlices } from './kept.ts'
-import type { ModelFile } from './model-files.ts'
+import { checkedRun, firstRows, heldBy, keptTensor, withKept, writeSlices } from './kept.ts'
 import { encodeModel } from './onnx.ts'
 import { type MissingLibrary, missingProviderLibrary } from './provider-libraries.ts'
+import { SessionTable } from './session-table.ts'
 import type { Feeds, Fetches, TensorData } from './tensor.ts'
 import { startThread } from './thread.ts'
 
@@ -71,34 +71,12 @@ export function resolvedConfig(
   }
 }
 
-const placementVerdicts = new Map<string, Promise<unknown>>()
-
-/**
- * The CPU-fallback guard of a load on a device provider (engine/cpu-fallback.ts), once per model and providers in
- * this process: its child process creates the session a second time, so resident policies that load the same
- * model again each phase pay it once. Undefined where there is nothing to guard.
- */
-export function guarded(
-  model: Uint8Array | ModelFile,
-  id: string,
-  cfg: { executionProviders: readonly ExecutionProvider[]; cpuFallback: 'refuse' | 'allow' },
-): Promise<unknown> | undefined {
-  if (cfg.cpuFallback === 'allow' || cfg.executionProviders[0] === 'cpu') return undefined
-  const key = `${id} ${JSON.stringify(cfg.executionProviders)}`
-  let verdict = placementVerdicts.get(key)
-  if (!verdict) {
-    verdict = guardPlacement(model, id, cfg.executionProviders)
-    verdict.catch(() => placementVerdicts.delete(key)) // a refusal is not kept: the next load checks again
-    placementVerdicts.set(key, verdict)
-  }
-  return verdict
-}
-
 /** Runs models on the calling thread. */
 export function createLocalEngine(config: RuntimeConfig = {}): Engine {
   const cfg = resolvedConfig(config)
-  const sessions = new Map<string, Promise<InferenceSession>>()
-  const refs = new Map<string, number>()
+  const sessions = new SessionTable<InferenceSession>(cfg.maxSessions, (_, evicted) => {
+    void evicted.then((e) => e.release()).catch(() => undefined)
+  })
   const kept = new Map<number, Feeds>()
   let nextKept = 0
   const keep = (feeds: Feeds): KeptFeeds => {
@@ -107,20 +85,10 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     return { id, names: Object.keys(feeds) }
   }
 
-  const session = async (id: string): Promise<InferenceSession> => {
-    const s = sessions.get(id)
-    if (!s) throw new EngineRuntimeError(`model ${id.slice(0, 12)} is not loaded in this engine`)
-    sessions.delete(id) // re-insert: most recently used last
-    sessions.set(id, s)
-    return s
-  }
-
   return {
     async load(model) {
       const id = model instanceof Uint8Array ? modelId(model) : model.id
-      refs.set(id, (refs.get(id) ?? 0) + 1)
-      let s = sessions.get(id)
-      if (!s) {
+      const s = sessions.acquire(id, () => {
         const source = model instanceof Uint8Array ? model : model.path
         const creating = InferenceSession.create(source as string, {
           intraOpNumThreads: cfg.threads,
@@ -132,33 +100,21 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
           enableCpuMemArena: cfg.memoryArena,
           ...(cfg.profilePrefix ? { enableProfiling: true, profileFilePrefix: cfg.profilePrefix } : {}),
         })
-        const guard = guarded(model, id, cfg)
-        s = Promise.all([creating, guard])
+        return Promise.all([creating, guarded(model, id, cfg)])
           .then(([session]) => session)
           .catch((error: unknown) => {
-            sessions.delete(id)
             void creating.then((made) => made.release()).catch(() => undefined)
             if (error instanceof CpuFallbackError) throw error
             throw new EngineRuntimeError(`cannot create a session for model ${id.slice(0, 12)}: ${messageOf(error)}`)
           })
-        sessions.set(id, s)
-        while (sessions.size > cfg.maxSessions) {
-          // the least recently used session that nobody holds, else the least recently used one
-          const ids = [...sessions.keys()]
-          const oldest = ids.find((i) => !refs.get(i)) ?? (ids[0] as string)
-          const evicted = sessions.get(oldest)
-          sessions.delete(oldest)
-          refs.delete(oldest)
-          void evicted?.then((e) => e.release()).catch(() => undefined)
-        }
-      }
+      })
       const ready = await s
       return { id, inputNames: [...ready.inputNames], outputNames: [...ready.outputNames] }
     },
 
     async run(model, given, options = {}) {
       const feeds = withKept(given, options.kept, kept, firstRows)
-      const s = await session(model.id)
+      const s = await sessions.get(model.id)
       const { fetches, inPlace, writes } = checkedRun(model.id, s, given, feeds, options)
       const ortFeeds: Record<string, Tensor> = {}
       for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = new Tensor(t.dtype, t.data, [...t.dims])
@@ -211,16 +167,11 @@ export function createLocalEngine(config: RuntimeConfig = {}): Engine {
     },
 
     async release(model) {
-      if (!lastReference(refs, model.id)) return
-      const s = sessions.get(model.id)
-      sessions.delete(model.id)
-      await (await s)?.release()
+      await (await sessions.release(model.id))?.release()
     },
 
     async close() {
-      const all = [...sessions.values()]
-      sessions.clear()
-      refs.clear()
+      const all = sessions.clear()
       kept.clear()
       await Promise.all(all.map(async (s) => (await s.catch(() => undefined))?.release()))
     },

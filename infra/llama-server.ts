@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { cacheDir } from './models.ts'
 import { freePort } from './ports.ts'
 import { startProcess, waitUntilReady } from './processes.ts'
-import { installIfMissing, PROJECT_ROOT } from './tools.ts'
+import { installIfMissing } from './tools.ts'
 
 /** The pinned llama-cpp-python release (the script's `version`). */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36'

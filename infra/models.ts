@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { installIfMissing, PROJECT_ROOT } from './tools.ts'
+import { installIfMissing } from './tools.ts'
 
 /** The cache outside the clone that fetched models (and other per-machine builds) live in, keyed by version. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {

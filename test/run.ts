@@ -177,6 +177,7 @@ let failed = false
 const summary: string[] = []
 try {
   if (process.argv[2] === 'all' && only.length === 0) failed = runStatic() !== 0
+  ensureNativeAddon() // the native engine's tests in both tiers: built once per version of its sources
   for (const tier of tiers) {
     const files = await testFiles(tier)
     if (files.length === 0) {
@@ -184,7 +185,6 @@ try {
       continue
     }
     const started = Date.now()
-    ensureNativeAddon() // the native engine's tests in both tiers: built once per version of its sources
     const env = { ...process.env, ...(tier === 'integration' ? await startServers() : {}) }
     console.log(`\n=== ${tier} tier: ${files.length} files ===`)
     const code = await runNodeTest(files, env, tier === 'integration' ? 1 : 2)

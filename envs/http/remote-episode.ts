@@ -15,12 +15,20 @@ export class RemoteEpisode implements PlayedEpisode {
     private readonly client: HttpEnvClient,
     readonly id: number,
     readonly task: TaskRef,
+    private readonly server: ServerRoutes,
   ) {}
 
-  /** A new episode of `task` on the server, reset to its first observation. */
-  static async open(client: HttpEnvClient, task: TaskRef): Promise<RemoteEpisode> {
+  /**
+   * A new episode of `task` on the server, reset to its first observation. `server`: what the episodes of one server
+   * share of it (whether it has /expert_action, learnt at the first 404), so that no episode asks again.
+   */
+  static async open(
+    client: HttpEnvClient,
+    task: TaskRef,
+    server: ServerRoutes = { expert: true },
+  ): Promise<RemoteEpisode> {
     const id = await client.create({ split: task.split, seed: task.seed })
-    const episode = new RemoteEpisode(client, id, task)
+    const episode = new RemoteEpisode(client, id, task, server)
     const first = await client.reset(id, { split: task.split, seed: task.seed })
     episode.#done = first.done
     return episode
@@ -59,11 +67,13 @@ export class RemoteEpisode implements PlayedEpisode {
   }
 
   async expertAction(): Promise<string | null> {
+    if (!this.server.expert) return null
     try {
       return await this.client.expertAction(this.id)
     } catch (error) {
-      if (error instanceof EnvHttpError && error.kind === 'not-found' && /no route/.test(error.message)) return null
-      throw error
+      if (!(error instanceof EnvHttpError && error.kind === 'not-found' && /no route/.test(error.message))) throw error
+      this.server.expert = false
+      return null
     }
   }
 
@@ -78,5 +88,11 @@ export class RemoteEpisode implements PlayedEpisode {
 
 /** Episodes of the server behind `client`, for a rollout's `episodes`. */
 export function remoteEpisodes(client: HttpEnvClient): (task: TaskRef) => Promise<PlayedEpisode> {
-  return (task) => RemoteEpisode.open(client, task)
+  const server: ServerRoutes = { expert: true }
+  return (task) => RemoteEpisode.open(client, task, server)
+}
+
+/** The optional routes a server was found to have. */
+interface ServerRoutes {
+  expert: boolean
 }

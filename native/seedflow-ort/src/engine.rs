@@ -88,7 +88,8 @@ impl Drop for Session {
 
 /// A tensor the engine owns, in ORT-allocated memory: the host's, or the device provider's.
 pub struct Kept {
-  value: Value,
+  /// Owns the memory `data` points into (released with the tensor); never read otherwise.
+  _value: Value,
   /// The host address, or the device's (a CUDA address; a WebGPU buffer handle, only ever viewed from its start).
   data: *mut u8,
   info: *const ort_sys::OrtMemoryInfo,
@@ -215,12 +216,12 @@ pub fn keep(ort: &'static Ort, device: Option<&Device>, dtype: &str, dims: &[i64
       if let Some(d) = data {
         unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), ptr, bytes) };
       }
-      Ok(Kept { value, data: ptr, info: ort.cpu, on_device: false, dtype, dims: dims.to_vec(), bytes })
+      Ok(Kept { _value: value, data: ptr, info: ort.cpu, on_device: false, dtype, dims: dims.to_vec(), bytes })
     }
     Some(device) => {
       let value = ort.allocate_with(device.allocator, dims, t)?;
       let ptr = ort.data(&value)?;
-      let kept = Kept { value, data: ptr, info: device.info, on_device: true, dtype, dims: dims.to_vec(), bytes };
+      let kept = Kept { _value: value, data: ptr, info: device.info, on_device: true, dtype, dims: dims.to_vec(), bytes };
       let zeros;
       let host = match data {
         Some(d) => d,
@@ -259,7 +260,6 @@ impl Kept {
 
   /// A view of the first `rows` entries along axis 0 (all of them without `rows`), where the tensor lives.
   fn view(&self, ort: &'static Ort, rows: Option<i64>, name: &str) -> Result<Value, String> {
-    let _ = &self.value;
     let (t, size) = element_type(self.dtype)?;
     let mut dims = self.dims.clone();
     if let Some(r) = rows {
@@ -435,17 +435,15 @@ pub fn run(
     let dtype = dtype_name(t)?;
     match (written(name), device) {
       (Some(write), Some(d)) => d.write(write, value, dtype, &dims)?,
-      (Some(write), None) => {
+      (write, _) => {
+        // in host memory: an output bound to the CPU, or any output of a CPU engine
         let (_, size) = element_type(dtype)?;
         let bytes = dims.iter().product::<i64>() as usize * size;
         let source = unsafe { std::slice::from_raw_parts(ort.data(value)?, bytes) };
-        write_slices(source, dtype, &dims, write)?
-      }
-      (None, _) => {
-        let (_, size) = element_type(dtype)?;
-        let bytes = dims.iter().product::<i64>() as usize * size;
-        let source = unsafe { std::slice::from_raw_parts(ort.data(value)?, bytes) };
-        result.push(Output { name: name.clone(), dtype, dims, data: source.to_vec() })
+        match write {
+          Some(write) => write_slices(source, dtype, &dims, write)?,
+          None => result.push(Output { name: name.clone(), dtype, dims, data: source.to_vec() }),
+        }
       }
     }
   }

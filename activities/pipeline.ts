@@ -2,12 +2,14 @@
 // the one phase shell (activities/phase-activity.ts), so a retried or re-run phase with the same config and
 // inputs is reused, not recomputed. Besides the phases: planning a run, hyperparameter records, the end of an
 // iteration.
+import { checkRemoteEnvironment } from '../compute/environment-check.ts'
+import { messageOf } from '../engine/errors.ts'
 import type { Engine } from '../engine/index.ts'
 import type { PipelineActivities, RunPlan, RunRef } from '../records/contracts.ts'
 import { fatal } from '../records/failures.ts'
 import { recordHyperparameters } from '../records/hyperparameters.ts'
 import { createRecordRunActivities, type RunRecord } from '../records/record-run.ts'
-import { parseRunConfig } from '../seed/config.ts'
+import { envLabel, parseRunConfig } from '../seed/config.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
 import { getJson, putJson } from '../store/json.ts'
 import { keys } from '../store/keys.ts'
@@ -75,13 +77,25 @@ export function createPipelineActivities(deps: PipelineDeps): PipelineActivities
         // that they are one). run.json keeps the store the run was created in; a run moved since (its folder
         // copied into another store, a benchmark's run bundle) is planned, and bound, where it is now
         const own = await binding.identity()
-        const record = await recordRun({ runId, config: config as Record<string, unknown>, store: given ?? own })
+        // a remote environment answers, opens an episode and has the routes the run needs, or the run is refused
+        const environment =
+          typeof c.env === 'string'
+            ? undefined
+            : await checkRemoteEnvironment(c.env, c).catch((error: unknown) => {
+                throw fatal(`environment: ${messageOf(error)}`, 'EnvironmentUnavailable')
+              })
+        const record = await recordRun({
+          runId,
+          config: config as Record<string, unknown>,
+          store: given ?? own,
+          ...(environment ? { environment } : {}),
+        })
         const recorded = (await getJson(store, record.key)) as RunRecord
         const run: RunRef = { runId, configSha256: recorded.configSha256, store: given ?? own }
         const episodes = c.stage2.tasksPerStep * c.stage2.groupSize
         const plan: RunPlan = {
           algorithm: c.algorithm,
-          env: c.env,
+          env: envLabel(c.env),
           iterations: c.stage2.iterations,
           shards: Math.max(1, Math.min(c.stage2.tasksPerStep, Math.ceil(episodes / (deps.episodesPerShard ?? 64)))),
           evalEvery: c.evaluation.every > 0 ? c.evaluation.every : Math.max(1, c.stage2.iterations),

@@ -1,15 +1,17 @@
 // The environment protocol's cost per step (issue 45): the same episodes played through the rollout's face
 // (envs/played.ts) on the built-in environment in this process and on `seedflow env serve` over loopback HTTP
-// (envs/http/remote-episode.ts), interleaved in one process. Per step a rollout asks for the prompt and the
+// (envs/http/remote-env.ts), interleaved in one process. Per step a rollout asks for the prompt and the
 // expert's action, then steps; at the end it reads the trajectory and closes the episode: all of that is timed.
 // Scripted expert responses, so no policy is involved: the figure is the protocol's overhead, not the model's.
 //   node --import tsx bench/env-http-ab.ts [--env sokoban] [--episodes 64] [--repeats 5]
 //     [--out bench/results/env-http-ab.json]
 import { writeFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { HttpEnvClient, remoteEpisodes, serveEnv } from '../envs/http/index.ts'
+import { environmentOf } from '../compute/environment.ts'
+import { serveEnv } from '../envs/http/index.ts'
 import { getEnv } from '../envs/index.ts'
-import { type EpisodeOpener, played } from '../envs/played.ts'
+import type { PlayedEnv } from '../envs/played.ts'
+import { ENV_STOP_STRINGS, HttpEnvSchema, type RunEnvName } from '../seed/config.ts'
 import { minMedian } from './min-median.ts'
 
 const { values } = parseArgs({
@@ -20,14 +22,14 @@ const { values } = parseArgs({
     out: { type: 'string', default: 'bench/results/env-http-ab.json' },
   },
 })
-const env = getEnv(values.env as Parameters<typeof getEnv>[0])
+const env = getEnv(values.env as RunEnvName)
 const episodes = Number(values.episodes)
 const tasks = Array.from({ length: episodes }, (_, i) => env.task('train', i))
 
 /** Seconds per step over the episodes, each played to its end by the expert, all episodes' turns together. */
-async function play(open: EpisodeOpener): Promise<{ secondsPerStep: number; steps: number }> {
+async function play(played: PlayedEnv): Promise<{ secondsPerStep: number; steps: number }> {
   const started = performance.now()
-  const live = await Promise.all(tasks.map(open))
+  const live = await Promise.all(tasks.map((task) => played.open(task)))
   let steps = 0
   for (;;) {
     const turn = live.filter((e) => !e.done && e.stepCount < env.maxSteps)
@@ -35,7 +37,7 @@ async function play(open: EpisodeOpener): Promise<{ secondsPerStep: number; step
     await Promise.all(
       turn.map(async (e) => {
         await e.prompt()
-        const action = (await e.expertAction()) ?? ''
+        const action = (await e.expert())?.action ?? ''
         await e.step(env.formatResponse(action))
       }),
     )
@@ -46,11 +48,13 @@ async function play(open: EpisodeOpener): Promise<{ secondsPerStep: number; step
 }
 
 const served = await serveEnv(env.name as Parameters<typeof serveEnv>[0], { port: 0, host: '127.0.0.1' })
-const client = new HttpEnvClient(served.url, { retries: 0 })
+const stop = ENV_STOP_STRINGS[env.name as RunEnvName]
 const sides = {
-  'in process': async (task: Parameters<EpisodeOpener>[0]) => played(env.reset(task)),
-  'over HTTP': remoteEpisodes(client),
-} as const satisfies Record<string, EpisodeOpener>
+  'in process': environmentOf(env.name as RunEnvName),
+  'over HTTP': environmentOf(
+    HttpEnvSchema.parse({ kind: 'http', baseUrl: served.url, maxSteps: env.maxSteps, stop, retries: 0 }),
+  ),
+} as const satisfies Record<string, PlayedEnv>
 const times: Record<string, number[]> = { 'in process': [], 'over HTTP': [] }
 let steps = 0
 for (let r = 0; r < Number(values.repeats); r++) {

@@ -46,6 +46,7 @@ import { createLocalEngine } from '../engine/index.ts'
 import { getEnv } from '../envs/index.ts'
 import { mixSeed } from '../envs/rng.ts'
 import { importHuggingFaceFolder } from '../policy/hf-import.ts'
+import { envLabel } from '../seed/config.ts'
 import { episodeSkillBlock } from '../seed/index.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import { cpuHouseholdSmollm2Preset } from '../seed/presets/smollm2.ts'
@@ -306,7 +307,7 @@ try {
       for (const s of a.skills) log(`  analyzer answer: ${JSON.stringify(s.raw.slice(0, 400))}`)
     }
     if (command === 'update') {
-      const env = getEnv(config.env)
+      const env = getEnv(envLabel(config.env))
       // the teacher of SEED: each trajectory's own skill (here the oracle's, as a parsed analysis would give)
       const blocks = r.trajectories.map((t) => episodeSkillBlock(env.oracle(t.trajectory).output.episode_skill))
       const reference = loadPolicy(engine, checkpoint, { settings: config.engine })

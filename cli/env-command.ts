@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander'
 import { DEFAULT_IDLE_TTL_MS, DEFAULT_MAX_EPISODES, formatDuration, serveEnv } from '../envs/http/index.ts'
 import { ENV_NAMES } from '../envs/index.ts'
+import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 
 export function parsePort(value: string): number {
   const port = Number(value)
@@ -18,9 +19,15 @@ export async function envServeCommand(
   }
   const maxEpisodes = options.maxEpisodes ?? DEFAULT_MAX_EPISODES
   const idleTtlMs = options.idleTtl === undefined ? DEFAULT_IDLE_TTL_MS : options.idleTtl * 1000
-  const served = await serveEnv(name, { port: options.port, host: options.host, maxEpisodes, idleTtlMs })
+  const served = await serveEnv(name, {
+    port: options.port,
+    host: options.host,
+    maxEpisodes,
+    idleTtlMs,
+    version: SEEDFLOW_VERSION,
+  })
   process.stdout.write(
-    `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close; GET /observation); ` +
+    `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close, /oracle; GET /info, /observation, /prompt, /expert_action, …); ` +
       `at most ${maxEpisodes} episodes open, idle ones evicted after ${formatDuration(idleTtlMs)}; Ctrl-C stops it\n`,
   )
   await new Promise<void>((resolve) => {

@@ -4,7 +4,7 @@
 // parser so both paths produce the same records.
 import { mulberry32 } from '../envs/rng.ts'
 import { generate } from '../policy/generate.ts'
-import type { PromptSettings, RunEnvName } from '../seed/config.ts'
+import type { PromptSettings, RunEnvSpec } from '../seed/config.ts'
 import {
   type AnalyzerEpisode,
   type AnalyzerParseFailure,
@@ -164,14 +164,20 @@ function summarize(skills: SkillRecord[], newTokens: number, started: number): A
   }
 }
 
+/** The trajectories there is something to analyze of: not those the environment failed (they have no steps). */
+function analyzable(trajectories: readonly RolloutTrajectory[]): readonly RolloutTrajectory[] {
+  return trajectories.filter((t) => !t.failure)
+}
+
 /** The policy analyzes each trajectory (greedy decoding, stops after the JSON object closes). */
 export async function analyze(analyzer: Policy, input: AnalyzeInput): Promise<AnalyzeResult> {
   const started = performance.now()
   const budget = budgetOf(input, analyzer.model.config.maxPositions)
   const skills: SkillRecord[] = []
   let newTokens = 0
-  for (let from = 0; from < input.trajectories.length; from += input.batchSize) {
-    const batch = input.trajectories.slice(from, from + input.batchSize)
+  const trajectories = analyzable(input.trajectories)
+  for (let from = 0; from < trajectories.length; from += input.batchSize) {
+    const batch = trajectories.slice(from, from + input.batchSize)
     const fits = batch.map((t) => fitAnalyzer(analyzer.codec, analyzerEpisode(t, input.prompt), budget))
     const out = await generate(
       analyzer.model,
@@ -214,8 +220,9 @@ export async function annotateWith(
 ): Promise<AnnotateResult> {
   const started = performance.now()
   const budget = budgetOf(input, contextLength)
-  const fits = input.trajectories.map((t) => fitAnalyzer(codec, analyzerEpisode(t, input.prompt), budget))
-  const requests = input.trajectories.map((t, i) => ({
+  const trajectories = analyzable(input.trajectories)
+  const fits = trajectories.map((t) => fitAnalyzer(codec, analyzerEpisode(t, input.prompt), budget))
+  const requests = trajectories.map((t, i) => ({
     trajectory: t,
     prompt: fits[i]!.prompt,
     promptHash: promptHashOf(fits[i]!.prompt),
@@ -227,7 +234,7 @@ export async function annotateWith(
 
 /** Stage 1 annotation by the environment's oracle analyzer; prompts fitted as the policy will see them. */
 export function annotateWithOracle(
-  env: RunEnvName,
+  env: RunEnvSpec,
   codec: PromptCodec,
   contextLength: number,
   input: AnalyzeInput,

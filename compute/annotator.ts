@@ -3,8 +3,9 @@
 // external OpenAI-compatible endpoint (the paper's, openai-annotator.ts). An annotator answers with raw text or a
 // per-trajectory failure; the caller parses every answer with the same lenient parser.
 import { createHash } from 'node:crypto'
-import { getEnv } from '../envs/index.ts'
-import type { RunEnvName } from '../seed/config.ts'
+import { EnvHttpError } from '../envs/http/index.ts'
+import type { RunEnvSpec } from '../seed/config.ts'
+import { environmentOf } from './environment.ts'
 import type { RolloutTrajectory } from './rollout.ts'
 
 /** One trajectory to annotate: its fitted analyzer prompt (the user message) and that prompt's sha256. */
@@ -53,17 +54,24 @@ export function emptyAnnotatorStats(): AnnotatorStats {
 }
 
 /** The environment's oracle analyzer: a hindsight skill from facts visible in the trajectory's own text. */
-export function oracleAnnotator(env: RunEnvName): Annotator {
-  const e = getEnv(env)
+export function oracleAnnotator(env: RunEnvSpec): Annotator {
+  const e = environmentOf(env)
   return {
     async annotate(requests) {
-      const answers = requests.map(
-        (r): AnnotationAnswer => ({
-          ok: true,
-          raw: oracleAnswer(e.oracle(r.trajectory.trajectory).output),
+      // a remote oracle's failure leaves that trajectory without a skill, as an endpoint's failure does
+      const answers = await Promise.all(
+        requests.map(async (r): Promise<AnnotationAnswer> => {
+          try {
+            return { ok: true, raw: oracleAnswer((await e.oracle(r.trajectory.trajectory)).output) }
+          } catch (error) {
+            if (!(error instanceof EnvHttpError)) throw error
+            return { ok: false, reason: error.message }
+          }
         }),
       )
-      return { answers, stats: emptyAnnotatorStats() }
+      const stats = emptyAnnotatorStats()
+      stats.requestFailures = answers.filter((a) => !a.ok).length
+      return { answers, stats }
     },
   }
 }

@@ -3,13 +3,13 @@
 // evaluation behind the `evaluate` activity and `seedflow eval`.
 
 import type { Split } from '../envs/types.ts'
-import type { PromptSettings, RunEnvName } from '../seed/config.ts'
+import type { PromptSettings, RunEnvSpec } from '../seed/config.ts'
 import { aggregateEvaluation, type EvaluationAggregates, type EvaluationTaskRecord } from './evaluation-stats.ts'
 import type { Policy } from './policy.ts'
 import { rollout } from './rollout.ts'
 
 export interface EvaluateInput {
-  env: RunEnvName
+  env: RunEnvSpec
   split: Split
   /** Tasks are the seeds [seedStart, seedStart + tasks). */
   seedStart: number
@@ -33,6 +33,8 @@ export interface EvaluationResult {
   meanScore: number
   meanLength: number
   invalidRate: number
+  /** Episodes the environment failed (a remote server's failures): counted as unsolved. */
+  failedEpisodes: number
   perFamily: Record<string, { tasks: number; successRate: number }>
   /** Mean of the per-family success rates. */
   macroSuccessRate: number
@@ -75,6 +77,7 @@ export async function evaluate(policy: Policy, input: EvaluateInput): Promise<Ev
     meanScore: aggregates.score.value,
     meanLength: aggregates.length.value,
     invalidRate: aggregates.invalidRate.value,
+    failedEpisodes: r.stats.failedEpisodes,
     perFamily: Object.fromEntries(
       Object.entries(aggregates.perFamily).map(([name, f]) => [name, { tasks: f.tasks, successRate: f.success.value }]),
     ),

@@ -3,27 +3,28 @@
 // each teacher prompt carries, which loss terms. The phase activities, the benchmark and the tests all ask here,
 // so an iteration is decided in one place. Every stream is keyed by a global index (task, episode, trajectory),
 // never by shard, so a run's trajectories do not depend on how a worker sized its shards.
-import { getEnv, trajectoryText } from '../envs/index.ts'
+import { trajectoryText } from '../envs/index.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
 import type { TaskRef } from '../envs/types.ts'
 import type { AlgorithmName, AlgorithmRow } from '../seed/algorithms.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import type { RunEnvName } from '../seed/config.ts'
+import type { RunEnvSpec } from '../seed/config.ts'
 import type { LossTerms } from '../seed/losses.ts'
 import { episodeSkillBlock, hindsightBlock } from '../seed/skill-context.ts'
+import { environmentOf } from './environment.ts'
 import { CorePhaseError } from './policy.ts'
 import { type RolloutTrajectory, sampleTasks } from './rollout.ts'
 
 /** What of the configuration the plan reads. */
 export interface PlanConfig {
   seed: number
-  env: RunEnvName
+  env: RunEnvSpec
   algorithm: AlgorithmName
   stage2: { tasksPerStep: number; groupSize: number }
 }
 
 export interface IterationPlan {
-  env: RunEnvName
+  env: RunEnvSpec
   iteration: number
   /** The iteration's root seed; every stream below derives from it. */
   seed: number
@@ -72,12 +73,20 @@ function libraryPick(library: readonly string[], seed: number, stream: number, i
  * The oracle skill of the expert's own solution of `task`: the expert plays it from the start without mistakes and
  * the environment's oracle analyzes that trajectory; null when the expert does not solve it.
  */
-export function expertSkill(env: RunEnvName, task: TaskRef): string | null {
-  const e = getEnv(env)
-  const episode = e.reset(task)
-  while (!episode.done) episode.step(e.formatResponse(episode.expertAction()))
-  const trajectory = episode.trajectory()
-  return trajectory.info.won ? e.oracle(trajectory).output.episode_skill : null
+export async function expertSkill(env: RunEnvSpec, task: TaskRef): Promise<string | null> {
+  const e = environmentOf(env)
+  const episode = await e.open(task)
+  try {
+    while (!episode.done) {
+      const move = await episode.expert()
+      if (!move) throw new CorePhaseError(`${e.name} has no expert: the oracle teacher plays the expert's solution`)
+      await episode.step(e.formatResponse(move.action))
+    }
+    const trajectory = await episode.trajectory()
+    return trajectory.info.won ? (await e.oracle(trajectory)).output.episode_skill : null
+  } finally {
+    await episode.close()
+  }
 }
 
 /** Where the OPD teacher's block comes from (null: the row has no teacher). */
@@ -116,12 +125,12 @@ export function actingSkills(plan: IterationPlan, library: readonly string[], ta
  * library skill, the text of the group's first successful trajectory (`grpo-opsd`; none → no OPD), or the oracle
  * skill of the expert's solution of the group's task (`seed-oracle`; the expert fails → no OPD).
  */
-export function teacherBlocks(
+export async function teacherBlocks(
   plan: IterationPlan,
   row: AlgorithmRow,
   trajectories: readonly RolloutTrajectory[],
   context: { analysis?: ReadonlyMap<number, string>; library?: readonly string[] },
-): (string | null)[] | undefined {
+): Promise<(string | null)[] | undefined> {
   const source = teacherSource(row)
   if (source === null) return undefined
   const blocks: (string | null)[] = []
@@ -139,7 +148,7 @@ export function teacherBlocks(
       if (!byGroup.has(t.group)) {
         const task = plan.tasks[t.group]
         if (!task) throw new CorePhaseError(`trajectory ${t.id}: group ${t.group} is not a task of the plan`)
-        const skill = expertSkill(plan.env, task)
+        const skill = await expertSkill(plan.env, task)
         byGroup.set(t.group, skill === null ? null : episodeSkillBlock(skill))
       }
       blocks[t.id] = byGroup.get(t.group) ?? null

@@ -1,14 +1,14 @@
 // Rollout (docs/algorithm.md §3): B tasks × N samples, the group sharing its task, multi-turn, one batched
 // generate call per turn over every live episode. Every env step becomes one step sample with its prompt and
 // response tokens, the sampler's log-probs, the parsed action, validity and reward.
-import { getEnv } from '../envs/index.ts'
-import { type EpisodeOpener, type PlayedEpisode, played } from '../envs/played.ts'
+import { EnvHttpError } from '../envs/http/index.ts'
+import type { PlayedEpisode } from '../envs/played.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
 import type { TaskRef, Trajectory } from '../envs/types.ts'
 import { generate } from '../policy/generate.ts'
-import type { PromptSettings } from '../seed/config.ts'
-import { ENV_STOP_STRINGS, type RunEnvName } from '../seed/config.ts'
+import type { PromptSettings, RunEnvSpec } from '../seed/config.ts'
 import { episodeSkillBlock, type FitTally, tallyFits } from '../seed/index.ts'
+import { environmentOf } from './environment.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
 import { type FittedPrompt, fitPrompt, stepPromptText } from './prompts.ts'
 
@@ -51,10 +51,35 @@ export interface RolloutTrajectory {
   won: boolean
   score: number
   totalReward: number
+  /** Set when the environment failed the episode (a remote server's timeout, 5xx, …): it has no steps, unsolved. */
+  failure?: EpisodeFailure
+}
+
+/** Why an environment failed an episode. */
+export interface EpisodeFailure {
+  /** The client's failure kind (EnvHttpError.kind). */
+  kind: string
+  message: string
+  /** Steps it had taken (none of them is kept). */
+  afterSteps: number
+}
+
+/** The record of an episode the environment failed: nothing of it is known. */
+function failedTrajectory(env: string, task: TaskRef): Trajectory {
+  return {
+    env,
+    task: { ...task },
+    taskText: '',
+    steps: [],
+    finalObservation: '',
+    info: { won: false, score: 0, family: '' },
+    totalReward: 0,
+  }
 }
 
 export interface RolloutInput {
-  env: RunEnvName
+  /** A built-in environment's name, or a server's (its episodes stepped together per turn, so a slow one holds up no other). */
+  env: RunEnvSpec
   tasks: readonly TaskRef[]
   /** N: samples per task. */
   groupSize: number
@@ -75,12 +100,6 @@ export interface RolloutInput {
   maxBatch?: number
   /** Called after every generate call with the episodes finished so far (progress lines, heartbeats). */
   onProgress?: (finished: number, episodes: number) => void
-  /**
-   * Where the episodes live: default, the built-in environment `env` in this process; else these (a remote
-   * server's: envs/http/remote-episode.ts), stepped together per turn so that a slow one holds up no other.
-   * `env` still gives the stop strings and the step cap.
-   */
-  episodes?: EpisodeOpener
 }
 
 export interface RolloutStats {
@@ -90,6 +109,8 @@ export interface RolloutStats {
   meanReward: number
   meanLength: number
   stepSamples: number
+  /** Episodes the environment failed (a remote server's failures), counted as unsolved, with no step kept. */
+  failedEpisodes: number
   invalidRate: number
   truncation: FitTally
   newTokens: number
@@ -104,7 +125,7 @@ export interface RolloutResult {
 /** Plays B·N episodes with the policy; deterministic for a given seed and weights (with one ORT thread). */
 export async function rollout(policy: Policy, input: RolloutInput): Promise<RolloutResult> {
   const started = performance.now()
-  const env = getEnv(input.env)
+  const env = environmentOf(input.env)
   if (input.maxEnvSteps > env.maxSteps)
     throw new CorePhaseError(`rollout: maxEnvSteps ${input.maxEnvSteps} exceeds ${env.name}'s cap ${env.maxSteps}`)
   if (input.actingSkills && input.actingSkills.length !== input.tasks.length) {
@@ -119,49 +140,71 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     contextLength: model.config.maxPositions,
     truncation: input.prompt.truncation,
   }
-  const stop = ENV_STOP_STRINGS[input.env]
   interface Live {
     id: number
     group: number
     sample: number
     task: TaskRef
     steps: RolloutStep[]
-    episode: PlayedEpisode
+    /** Null when it could not be opened. */
+    episode: PlayedEpisode | null
+    /** Why the environment failed it (it then ends, unsolved); null while it goes on. */
+    failure: EpisodeFailure | null
     rng: ReturnType<typeof mulberry32>
     skill: string | null
   }
+  /** Ends an episode whose environment failed (a remote server's typed failure); any other error is thrown. */
+  const fail = async (e: Live, error: unknown): Promise<null> => {
+    if (!(error instanceof EnvHttpError)) throw error
+    e.failure ??= { kind: error.kind, message: error.message, afterSteps: e.steps.length }
+    await e.episode?.close().catch(() => undefined)
+    return null
+  }
   if (input.groups && input.groups.length !== input.tasks.length)
     throw new CorePhaseError(`rollout: ${input.groups.length} group indices for ${input.tasks.length} tasks`)
-  const open = input.episodes ?? (async (task: TaskRef) => played(env.reset(task)))
   const all: Live[] = await Promise.all(
     input.tasks.flatMap((task, at) => {
       const group = input.groups?.[at] ?? at
-      return Array.from({ length: input.groupSize }, async (_, sample) => {
+      return Array.from({ length: input.groupSize }, async (_, sample): Promise<Live> => {
         const id = group * input.groupSize + sample
-        return {
+        const live: Live = {
           id,
           group,
           sample,
           task,
           steps: [],
-          episode: await open(task),
+          episode: null,
+          failure: null,
           rng: mulberry32(mixSeed(input.seed, id)),
           skill: input.actingSkills?.[at] ?? null,
         }
+        try {
+          live.episode = await env.open(task)
+        } catch (error) {
+          await fail(live, error)
+        }
+        return live
       })
     }),
   )
   const fits: FittedPrompt[] = []
   let newTokens = 0
   const maxBatch = input.maxBatch ?? all.length
+  const ended = (e: Live) =>
+    e.failure !== null || !e.episode || e.episode.done || e.episode.stepCount >= input.maxEnvSteps
   for (;;) {
-    const live = all.filter((e) => !e.episode.done && e.episode.stepCount < input.maxEnvSteps)
+    const live = all.filter((e) => !ended(e))
     if (live.length === 0) break
     for (let from = 0; from < live.length; from += maxBatch) {
-      const batch = live.slice(from, from + maxBatch)
-      const raw = await Promise.all(batch.map((e) => e.episode.prompt({ compact: input.prompt.compact })))
-      const prompts = batch.map((e, i) => {
-        const text = stepPromptText(raw[i] as string, input.prompt)
+      const asked = live.slice(from, from + maxBatch)
+      const raw = await Promise.all(
+        asked.map((e) => e.episode!.prompt({ compact: input.prompt.compact }).catch((error) => fail(e, error))),
+      )
+      // an episode whose server failed leaves the batch here; the others go on
+      const batch = asked.filter((e) => !e.failure)
+      if (batch.length === 0) continue
+      const prompts = batch.map((e) => {
+        const text = stepPromptText(raw[asked.indexOf(e)] as string, input.prompt)
         const fit = fitPrompt(codec, text, budget, e.skill ? episodeSkillBlock(e.skill) : undefined)
         fits.push(fit)
         return { text, fit }
@@ -173,7 +216,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
           maxNewTokens: input.prompt.maxResponseTokens,
           temperature: input.temperature,
           eosIds: codec.eosIds,
-          stop,
+          stop: env.stop,
           decode: codec.decode,
           rngs: batch.map((e) => e.rng),
         },
@@ -183,14 +226,21 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       const stepped = await Promise.all(
         batch.map(async (e, i) => {
           const responseText = codec.decode(out.sequences[i]!.tokens)
-          const expertAction = (await e.episode.expertAction()) ?? ''
-          return { responseText, expertAction, result: await e.episode.step(responseText) }
+          try {
+            const expertAction = (await e.episode!.expert())?.action ?? ''
+            return { responseText, expertAction, result: await e.episode!.step(responseText) }
+          } catch (error) {
+            await fail(e, error)
+            return null
+          }
         }),
       )
       batch.forEach((e, i) => {
+        const step = stepped[i]
+        if (!step) return
         const gen = out.sequences[i]!
         const p = prompts[i]!
-        const { responseText, expertAction, result } = stepped[i]!
+        const { responseText, expertAction, result } = step
         e.steps.push({
           promptText: p.text,
           actingPrompt: p.fit.prompt,
@@ -207,23 +257,43 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
           expertAction,
         })
       })
-      input.onProgress?.(
-        all.filter((e) => e.episode.done || e.episode.stepCount >= input.maxEnvSteps).length,
-        all.length,
-      )
+      input.onProgress?.(all.filter(ended).length, all.length)
     }
   }
   const trajectories: RolloutTrajectory[] = await Promise.all(
-    all.map(async (e) => {
-      const t = await e.episode.trajectory()
-      await e.episode.close()
-      const { id, group, sample, task, steps } = e
+    all.map(async (e): Promise<RolloutTrajectory> => {
+      const { id, group, sample, task } = e
+      let t: Trajectory | null = null
+      if (e.episode && !e.failure) {
+        try {
+          t = await e.episode.trajectory()
+          await e.episode.close()
+        } catch (error) {
+          await fail(e, error)
+        }
+      }
+      if (!t || e.failure) {
+        // the episode's outcome is unknown: none of its steps is trained on, and it counts as not solved
+        const failure = e.failure as EpisodeFailure
+        return {
+          id,
+          group,
+          sample,
+          task,
+          steps: [],
+          trajectory: failedTrajectory(env.name, task),
+          won: false,
+          score: 0,
+          totalReward: 0,
+          failure,
+        }
+      }
       return {
         id,
         group,
         sample,
         task,
-        steps,
+        steps: e.steps,
         trajectory: t,
         won: t.info.won,
         score: t.info.score,
@@ -242,6 +312,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       meanReward: trajectories.reduce((a, t) => a + t.totalReward, 0) / n,
       meanLength: samples.length / n,
       stepSamples: samples.length,
+      failedEpisodes: trajectories.filter((t) => t.failure).length,
       invalidRate: samples.filter((s) => !s.valid).length / Math.max(1, samples.length),
       truncation: tallyFits(fits),
       newTokens,
@@ -252,13 +323,13 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
 
 /** The train-split task refs of one RL step: B distinct seeds drawn from the split's seed range. */
 export function sampleTasks(
-  env: RunEnvName,
+  env: RunEnvSpec,
   split: TaskRef['split'],
   count: number,
   seed: number,
   seedRange = 2 ** 16,
 ): TaskRef[] {
-  const e = getEnv(env)
+  const e = environmentOf(env)
   const rng = mulberry32(seed)
   const seeds = new Set<number>()
   while (seeds.size < Math.min(count, seedRange)) seeds.add(Math.floor(rng.next() * seedRange))

@@ -4,7 +4,7 @@
 // on analyzer answers (the run's Stage 1 annotations) and on skill-reading demonstrations (expert solutions of fresh
 // train tasks whose prompt carries their oracle skill, made as the warm-start makes its own) keep both alive.
 import { mixSeed } from '../envs/rng.ts'
-import type { PromptSettings, RunEnvName, Stage2Config, WarmstartConfig } from '../seed/config.ts'
+import type { PromptSettings, RunEnvSpec, Stage2Config, WarmstartConfig } from '../seed/config.ts'
 import type { SkillRecord } from './analyze.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
 import { skillPairs } from './sft.ts'
@@ -14,7 +14,7 @@ import { actingPools, demonstrations } from './warmstart.ts'
 export type Stage1MixSettings = NonNullable<Stage2Config['stage1Mix']>
 
 export interface Stage1MixInput {
-  env: RunEnvName
+  env: RunEnvSpec
   prompt: PromptSettings
   settings: Stage1MixSettings
   /** The run's Stage 1 annotations with a parsed skill (analyzer prompt → answer). */
@@ -59,7 +59,7 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
     if (!ws) throw new CorePhaseError('stage2.stage1Mix: skill-reading demonstrations need the warm-start settings')
     const episodes = Math.ceil((settings.steps * demoShare * settings.batchSize) / DEMO_STEPS_PER_EPISODE)
     // every episode a clean expert solution with its oracle skill in the prompt (skillDemoShare 1)
-    const demos = demonstrations(
+    const demos = await demonstrations(
       input.env,
       { ...ws, demoTasks: episodes, skillDemoShare: 1 },
       input.prompt,

@@ -3,7 +3,7 @@
 // trajectory (the skill library), and SFT on the annotations mixed with acting data turns the policy into π_0. The pipeline's `annotate` and `stage1` activities and the benchmarks share these, with
 // the same seeds, so a benchmark's Stage 1 is the pipeline's.
 import { mixSeed } from '../envs/rng.ts'
-import type { RunConfig, RunEnvName, Stage1Config } from '../seed/config.ts'
+import type { RunConfig, RunEnvSpec, Stage1Config } from '../seed/config.ts'
 import { type AnalyzeStats, annotateWith, type SkillRecord } from './analyze.ts'
 import { type Annotator, type AnnotatorStats, oracleAnnotator } from './annotator.ts'
 import { type OpenAIAnnotatorDeps, openaiAnnotator } from './openai-annotator.ts'
@@ -27,7 +27,7 @@ export interface Stage1AnnotationDeps extends OpenAIAnnotatorDeps {
 
 /** The annotator a run's `stage1.annotator` names. */
 export function annotatorFor(
-  env: RunEnvName,
+  env: RunEnvSpec,
   settings: Stage1Config['annotator'],
   deps: OpenAIAnnotatorDeps = {},
 ): Annotator {
@@ -113,6 +113,6 @@ async function replayPools(policy: Policy, config: RunConfig) {
       'stage1.actingData demonstrations replays the warm-start: the run has none (warmstart is null)',
     )
   }
-  const demos = demonstrations(config.env, ws, config.prompt, config.seed)
+  const demos = await demonstrations(config.env, ws, config.prompt, config.seed)
   return (await actingPools(policy, demos, config.env, config.prompt, ws, config.stage1.actingMix))('weighted')
 }

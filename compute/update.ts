@@ -86,14 +86,15 @@ export interface UpdateMetrics {
   paddedSamples: number
   /** Response tokens trained on (every sample's), for training throughput. */
   tokens: number
-  advantageMean: number
-  advantageAbsMean: number
+  /** Null (as every figure of a step) when there were no samples: every episode failed, no step was taken. */
+  advantageMean: number | null
+  advantageAbsMean: number | null
   /** Means over mini-batches. */
-  loss: number
-  gradNorm: number
-  pgLoss: number
-  clipFraction: number
-  approxKl: number
+  loss: number | null
+  gradNorm: number | null
+  pgLoss: number | null
+  clipFraction: number | null
+  approxKl: number | null
   kl: number | null
   entropy: number | null
   opdLoss: number | null
@@ -108,8 +109,8 @@ export interface UpdateMetrics {
   /** Distilled tokens in the update: response tokens of samples with a teacher signal. */
   opdTokens: number
   /** The first mini-batch's clip fraction and approx KL: 0 when rollout, rescore and train graphs agree. */
-  firstClipFraction: number
-  firstApproxKl: number
+  firstClipFraction: number | null
+  firstApproxKl: number | null
   seconds: number
 }
 
@@ -332,11 +333,47 @@ async function namedNonFinite(
   }
 }
 
+/** The update of an iteration without step samples: no step taken. */
+async function emptyUpdate(policy: Policy, input: UpdateInput, started: number): Promise<UpdateResult> {
+  const { trainer } = policy
+  if (input.optimizerState) await trainer.loadOptimizerState(input.optimizerState)
+  return {
+    optimizerState: await trainer.optimizerState(),
+    perMiniBatch: [],
+    advantages: new Float64Array(0),
+    metrics: {
+      miniBatches: 0,
+      samples: 0,
+      paddedSamples: 0,
+      tokens: 0,
+      advantageMean: null,
+      advantageAbsMean: null,
+      loss: null,
+      gradNorm: null,
+      pgLoss: null,
+      clipFraction: null,
+      approxKl: null,
+      kl: null,
+      entropy: null,
+      opdLoss: null,
+      opdGateMean: null,
+      opdPositiveGapShare: null,
+      opdGapMean: null,
+      opdTokens: 0,
+      firstClipFraction: null,
+      firstApproxKl: null,
+      seconds: (performance.now() - started) / 1000,
+    },
+  }
+}
+
 /** One pass over the samples in mini-batches; trains `policy`'s weights in place. */
 export async function update(policy: Policy, input: UpdateInput): Promise<UpdateResult> {
   const started = performance.now()
   const { terms, settings } = input
-  if (input.samples.length === 0) throw new CorePhaseError('update: no step samples')
+  // every episode of the iteration failed in its environment (a remote server's failures): nothing to learn from,
+  // so no step: the weights and the optimizer's state stay as they were, and the figures of a step are null
+  if (input.samples.length === 0) return emptyUpdate(policy, input, started)
   if (settings.padToMiniBatch && input.seed === undefined)
     throw new CorePhaseError('update: padToMiniBatch needs a seed for the samples it copies')
   const samples = settings.padToMiniBatch

@@ -7,9 +7,9 @@
 // (`startingPolicy`, the one place where the two differ). Training stops early once validation success reaches
 // the target, so that RL starts from a clearly imperfect policy (docs/benchmarks.md §8).
 import type { Engine } from '../engine/index.ts'
-import { getEnv } from '../envs/index.ts'
+import type { PlayedEnv } from '../envs/played.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
-import type { Env } from '../envs/types.ts'
+import type { Trajectory } from '../envs/types.ts'
 import { trainByteLevelBpe } from '../policy/bpe-trainer.ts'
 import type { Checkpoint } from '../policy/checkpoint.ts'
 import type { ModelConfig } from '../policy/config.ts'
@@ -22,14 +22,15 @@ import type {
   EvaluationConfig,
   LoraSettings,
   PromptSettings,
-  RunEnvName,
+  RunEnvSpec,
   WarmstartConfig,
 } from '../seed/config.ts'
 import { type AnalyzerEpisode, analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../seed/index.ts'
 import { oracleAnswer } from './analyze.ts'
+import { environmentOf } from './environment.ts'
 import { evaluate } from './evaluate.ts'
 import { CorePhaseError, LORA_SEED, loadPolicy, type Policy, toCheckpoint, withLora } from './policy.ts'
-import { analyzerObservation, fitAnalyzer, fitPrompt, stepPrompt } from './prompts.ts'
+import { analyzerObservation, fitAnalyzer, fitPrompt, stepPromptText } from './prompts.ts'
 import { type ExamplePool, type PoolLoss, type SupervisedExample, supervisedTrain } from './supervised.ts'
 
 /**
@@ -46,7 +47,7 @@ export interface ImportedWarmstartModel {
 }
 
 export interface WarmstartInput {
-  env: RunEnvName
+  env: RunEnvSpec
   model: WarmstartModel
   prompt: PromptSettings
   warmstart: WarmstartConfig
@@ -125,29 +126,35 @@ export interface AnalyzerDemo {
 }
 
 /** One demonstration episode; with `skill`, a clean expert solution whose prompt carries its oracle skill. */
-function demoEpisode(
-  env: Env,
+async function demoEpisode(
+  env: PlayedEnv,
   seed: number,
   settings: WarmstartConfig,
   prompt: PromptSettings,
   rng: ReturnType<typeof mulberry32>,
   withSkill: boolean,
-): { demos: Demo[]; texts: string[]; analysis: AnalyzerDemo } {
+): Promise<{ demos: Demo[]; texts: string[]; analysis: AnalyzerDemo }> {
   const task = env.task('train', seed)
   const texts: string[] = []
-  const episode = env.reset(task)
+  const episode = await env.open(task)
   const demos: Demo[] = []
-  while (!episode.done) {
-    const text = stepPrompt(episode, prompt)
-    const expert = episode.expertAction()
-    const label = !withSkill && rng.next() < settings.labelNoise ? episode.randomAction(rng) : expert
-    const thought = settings.expertThoughts ? episode.expertThought() : ''
-    demos.push({ prompt: text, action: label, ...(thought ? { thought } : {}) })
-    const executed = !withSkill && rng.next() < settings.mistakeRate ? episode.randomAction(rng) : expert
-    episode.step(env.formatResponse(executed))
+  let trajectory: Trajectory
+  try {
+    while (!episode.done) {
+      const text = stepPromptText(await episode.prompt({ compact: prompt.compact }), prompt)
+      const move = await episode.expert()
+      if (!move) throw new CorePhaseError(`${env.name} has no expert: the warm-start clones its demonstrations`)
+      const label = !withSkill && rng.next() < settings.labelNoise ? await episode.randomAction(rng) : move.action
+      const thought = settings.expertThoughts ? move.thought : ''
+      demos.push({ prompt: text, action: label, ...(thought ? { thought } : {}) })
+      const executed = !withSkill && rng.next() < settings.mistakeRate ? await episode.randomAction(rng) : move.action
+      await episode.step(env.formatResponse(executed))
+    }
+    trajectory = await episode.trajectory()
+  } finally {
+    await episode.close()
   }
-  const trajectory = episode.trajectory()
-  const oracle = env.oracle(trajectory).output
+  const oracle = (await env.oracle(trajectory)).output
   const analysis: AnalyzerDemo = {
     episode: {
       task: trajectory.taskText,
@@ -190,7 +197,7 @@ export function frameWeights(responses: readonly number[][], frameWeight: number
 }
 
 /** The response a demonstration teaches: its thought (if any) and action in the environment's format. */
-export function demoResponse(env: Env, d: Demo): string {
+export function demoResponse(env: Pick<PlayedEnv, 'formatResponse'>, d: Demo): string {
   return env.formatResponse(d.action, d.thought)
 }
 
@@ -203,14 +210,17 @@ export interface Demonstrations {
   corpus: string[]
 }
 
-/** The demonstrations of a warm-start; pure, so Stage 1 can replay exactly what the warm-start trained on. */
-export function demonstrations(
-  envName: RunEnvName,
+/**
+ * The demonstrations of a warm-start; deterministic, so Stage 1 can replay exactly what the warm-start trained on
+ * (a remote environment's: as long as the server gives the same episodes).
+ */
+export async function demonstrations(
+  envName: RunEnvSpec,
   ws: WarmstartConfig,
   prompt: PromptSettings,
   seed: number,
-): Demonstrations {
-  const env = getEnv(envName)
+): Promise<Demonstrations> {
+  const env = environmentOf(envName)
   const rng = mulberry32(mixSeed(seed, 0x5741))
   const plain: Demo[] = []
   const skilled: Demo[] = []
@@ -218,7 +228,7 @@ export function demonstrations(
   const corpus: string[] = []
   for (let i = 0; i < ws.demoTasks; i++) {
     const withSkill = rng.next() < ws.skillDemoShare
-    const episode = demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
+    const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
     ;(withSkill ? skilled : plain).push(...episode.demos)
     analyses.push(episode.analysis)
     corpus.push(...episode.texts)
@@ -251,12 +261,12 @@ export function actionBalanceWeights(actions: readonly string[], balance: number
 export async function actingPools(
   policy: Policy,
   demos: Pick<Demonstrations, 'plain' | 'skilled'>,
-  envName: RunEnvName,
+  envName: RunEnvSpec,
   prompt: PromptSettings,
   weighting: Pick<WarmstartConfig, 'formatTokenWeight' | 'actionBalance'>,
   share: number,
 ): Promise<(frame: 'weighted' | 'full') => ExamplePool[]> {
-  const env = getEnv(envName)
+  const env = environmentOf(envName)
   const budget = {
     maxPromptTokens: prompt.maxPromptTokens,
     responseTokens: prompt.maxResponseTokens,
@@ -341,7 +351,7 @@ export async function startingPolicy(
 export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
   const started = performance.now()
   const ws = input.warmstart
-  const { plain, skilled, analyses, corpus } = demonstrations(input.env, ws, input.prompt, input.seed)
+  const { plain, skilled, analyses, corpus } = await demonstrations(input.env, ws, input.prompt, input.seed)
   const policy = await startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
   const acting = await actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples =

@@ -64,6 +64,8 @@ export const ITERATION_METRICS = {
   'rollout/mean_reward': weighted('rollout', 'meanReward', 'episodes'),
   'rollout/mean_length': weighted('rollout', 'meanLength', 'episodes'),
   'rollout/invalid_rate': weighted('rollout', 'invalidRate', 'stepSamples'),
+  /** Episodes a remote environment failed (timeouts, 5xx, a server restart): unsolved, none of their steps trained on. */
+  'rollout/failed_episodes': sum('rollout', 'failedEpisodes'),
   'rollout/prompts': sum('rollout', 'prompts'),
   'rollout/prompts_truncated': sum('rollout', 'promptsTruncated'),
   'rollout/prompts_block_dropped': sum('rollout', 'promptsBlockDropped'),

@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common'
+import type { EnvironmentIdentity } from '../compute/environment-check.ts'
 import type { ArtifactStore, ObjectInfo } from '../store/artifact-store.ts'
 import { sha256Hex } from '../store/hash.ts'
 import { canonicalJson, getJson, putJsonIfAbsent } from '../store/json.ts'
@@ -12,6 +13,8 @@ export interface RecordRunInput {
   config: Record<string, unknown>
   /** The store the run lives in (activities/store-binding.ts); absent: not recorded. */
   store?: StoreRef
+  /** A remote environment's identity as planRun found it (URL, what its GET /info said); never a key. */
+  environment?: EnvironmentIdentity
 }
 
 export interface RunRecord {
@@ -22,6 +25,8 @@ export interface RunRecord {
   createdAt: string
   /** The store the run lives in; absent in runs recorded before it was (any store is theirs). */
   store?: StoreRef
+  /** A remote environment's identity when the run was planned (absent: a built-in environment). */
+  environment?: EnvironmentIdentity
 }
 
 export function createRecordRunActivities(deps: { store: ArtifactStore; now?: () => Date }) {
@@ -41,6 +46,7 @@ export function createRecordRunActivities(deps: { store: ArtifactStore; now?: ()
         seedflowVersion: SEEDFLOW_VERSION,
         createdAt: now().toISOString(),
         ...(input.store ? { store: { id: input.store.id, location: input.store.location } } : {}),
+        ...(input.environment ? { environment: input.environment } : {}),
       }
       const result = await putJsonIfAbsent(deps.store, key, record)
       if (!result.created) {

@@ -5,70 +5,25 @@
 import { z } from 'zod'
 import { LORA_TARGETS } from '../policy/lora-targets.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms.ts'
+import {
+  boundedString,
+  coefficient,
+  ENV_NAME_PATTERN,
+  int,
+  lr,
+  MAX_NAME_LENGTH,
+  MAX_PATH_LENGTH,
+  MAX_URL_LENGTH,
+  positiveInt,
+  probability,
+  tooLong,
+} from './config-fields.ts'
 import { issueProblems } from './config-problems.ts'
+import { envLabel, envStepCap, envVarName, RunEnvSchema } from './env-config.ts'
 import { OPD_GATES } from './losses.ts'
 
-/** The environments of `envs/ENVS` (a test checks the two agree). */
-export const RUN_ENV_NAMES = ['sokoban', 'ezpoints', 'household', 'shop', 'searchqa'] as const
-export type RunEnvName = (typeof RUN_ENV_NAMES)[number]
-
-/** Each environment's own step cap (`env.maxSteps`); a run may use fewer, never more. */
-export const ENV_STEP_CAPS: Record<RunEnvName, number> = {
-  sokoban: 15,
-  ezpoints: 8,
-  household: 30,
-  shop: 15,
-  searchqa: 4,
-}
-
-/** Where a response ends: the closing tag of the environment's answer format (generation stops there). */
-export const ENV_STOP_STRINGS: Record<RunEnvName, readonly string[]> = {
-  sokoban: ['</action>'],
-  ezpoints: ['}'],
-  household: ['</action>'],
-  shop: ['</action>'],
-  searchqa: ['</search>', '</answer>'],
-}
-
-/** Longest path of a file or folder in a run configuration (Linux's PATH_MAX). */
-export const MAX_PATH_LENGTH = 4096
-/** Longest name in a run configuration (an annotator's model name). */
-export const MAX_NAME_LENGTH = 256
-/** Longest URL in a run configuration (an annotator's endpoint). */
-export const MAX_URL_LENGTH = 2048
-/** An environment variable's name (the annotator's `apiKeyEnv`). */
-export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/
-
-/** Characters as zod counts them for a length bound: Unicode code points. */
-function codePoints(text: string): number {
-  let n = text.length
-  for (let i = 0; i < text.length - 1; i++) {
-    const c = text.charCodeAt(i)
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = text.charCodeAt(i + 1)
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--
-        i++
-      }
-    }
-  }
-  return n
-}
-
-/** The too-long message, without echoing the value (a refusal must stay small: it travels through gRPC). */
-const tooLong = (max: number) => ({
-  abort: true,
-  error: (issue: { input?: unknown }) =>
-    `at most ${max} characters, got ${typeof issue.input === 'string' ? codePoints(issue.input) : 'more'}`,
-})
-const boundedString = (max: number) => z.string().max(max, tooLong(max)).min(1)
-
-const int = (min = 0) => z.number().int().min(min)
-const positiveInt = () => z.number().int().positive()
-const probability = () => z.number().min(0).max(1)
-/** No cap: a learning rate that diverges is caught where it does, by the update's non-finite loss check. */
-const lr = () => z.number().positive().finite()
-const coefficient = () => z.number().min(0).finite()
+export { ENV_NAME_PATTERN, MAX_NAME_LENGTH, MAX_PATH_LENGTH, MAX_URL_LENGTH } from './config-fields.ts'
+export * from './env-config.ts'
 
 /**
  * LoRA adapters (policy/lora.ts): Stage 1 SFT and the Stage 2 updates train rank-`rank` adapters on the `targets`
@@ -211,11 +166,7 @@ const Stage1 = z.strictObject({
       baseUrl: z.url({ protocol: /^https?$/ }).max(MAX_URL_LENGTH, tooLong(MAX_URL_LENGTH)),
       model: boundedString(MAX_NAME_LENGTH),
       /** The environment variable that holds the API key, read on the worker when it annotates; never stored. */
-      apiKeyEnv: z
-        .string()
-        .max(MAX_NAME_LENGTH, tooLong(MAX_NAME_LENGTH))
-        .regex(ENV_NAME_PATTERN, 'an environment variable name: letters, digits and _, not starting with a digit')
-        .default('OPENAI_API_KEY'),
+      apiKeyEnv: envVarName().default('OPENAI_API_KEY'),
       /** Requests in flight at once. */
       concurrency: positiveInt().default(4),
       /** Per request (one HTTP attempt). */
@@ -403,7 +354,7 @@ export const RETENTION_DEFAULTS: Readonly<z.infer<typeof Retention>> = Object.fr
 
 export const RunConfigSchema = z
   .strictObject({
-    env: z.enum(RUN_ENV_NAMES),
+    env: RunEnvSchema,
     algorithm: z.enum(ALGORITHM_NAMES as [AlgorithmName, ...AlgorithmName[]]),
     model: z.discriminatedUnion('kind', [BuiltinModel, ImportedModel]),
     prompt: PromptSettings,
@@ -425,13 +376,13 @@ export const RunConfigSchema = z
   })
   .superRefine((c, ctx) => {
     const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message })
-    const cap = ENV_STEP_CAPS[c.env]
+    const cap = envStepCap(c.env)
     for (const [path, steps] of [
       [['stage1', 'maxEnvSteps'], c.stage1.maxEnvSteps],
       [['stage2', 'maxEnvSteps'], c.stage2.maxEnvSteps],
       [['evaluation', 'maxEnvSteps'], c.evaluation.maxEnvSteps],
     ] as const) {
-      if (steps > cap) problem([...path], `${steps} exceeds ${c.env}'s step cap of ${cap}`)
+      if (steps > cap) problem([...path], `${steps} exceeds ${envLabel(c.env)}'s step cap of ${cap}`)
     }
     const positions = c.model.maxPositions
     if (c.prompt.maxPromptTokens + c.prompt.maxResponseTokens > positions) {

@@ -9,7 +9,7 @@ import type { EvaluateInput, EvaluationTarget, RunRef } from '../../records/cont
 import { targetLabel } from '../../records/evaluation-target.ts'
 import { fatal } from '../../records/failures.ts'
 import { ALGORITHMS } from '../../seed/algorithms.ts'
-import type { RunConfig } from '../../seed/config.ts'
+import { envLabel, type RunConfig } from '../../seed/config.ts'
 import { putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
 import { heartbeat, type PhaseDef, scopeOf } from '../phase-activity.ts'
@@ -93,7 +93,7 @@ export const evaluatePhase: PhaseDef<EvaluateInput, ReturnType<typeof needs>> = 
           target,
           iteration: target.kind === 'iteration' ? target.iteration : -1,
           checkpoint,
-          env: c.env,
+          env: envLabel(c.env),
           split: c.slot.split,
           seeds: { from: c.slot.seedStart, to: c.slot.seedStart + c.slot.tasks },
           temperature: e.temperature,
@@ -112,6 +112,7 @@ export const evaluatePhase: PhaseDef<EvaluateInput, ReturnType<typeof needs>> = 
             meanScore: r.meanScore,
             meanLength: r.meanLength,
             invalidRate: r.invalidRate,
+            failedEpisodes: r.failedEpisodes,
             tasks: r.tasks,
             seconds: r.seconds,
           },

@@ -105,7 +105,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           })
         }
         const { trajectories, analysis } = mergeShards(shards)
-        const blocks = teacherBlocks(iterationPlan(c, iteration), row, trajectories, {
+        const blocks = await teacherBlocks(iterationPlan(c, iteration), row, trajectories, {
           analysis,
           ...(library ? { library: library.skills } : {}),
         })

@@ -47,6 +47,8 @@ export interface HttpEnvClientOptions {
   maxReplyBytes?: number
   /** Sent as `Authorization: Bearer <key>` (read from the environment by the caller, never stored). */
   apiKey?: string
+  /** Requests in flight at once (default unbounded); the others wait their turn, outside their time limit. */
+  concurrency?: number
 }
 
 /** What a step returns, normalized across servers (AgentGym's `state` or our `observation`). */
@@ -89,7 +91,23 @@ const PROMPT_REPLY = z.object({ prompt: z.string() })
 const TRAJECTORY_REPLY = z
   .object({ env: z.string(), steps: z.array(z.unknown()), finalObservation: z.string(), totalReward: z.number() })
   .loose()
-const EXPERT_REPLY = z.object({ action: z.string() })
+const EXPERT_REPLY = z.object({ action: z.string(), thought: z.string().optional() })
+const ORACLE_REPLY = z.object({
+  episode_summary: z.string(),
+  episode_skill: z.string(),
+  entities: z.array(z.string()).optional(),
+})
+const INFO_REPLY = z
+  .object({ name: z.string().optional(), version: z.string().optional(), routes: z.array(z.string()).optional() })
+  .loose()
+
+/** What a server says of itself (`GET /info`, optional): its name and version, and the optional routes it has. */
+export interface ServerInfo {
+  name?: string
+  version?: string
+  /** The optional routes it answers (`prompt`, `trajectory`, `expert_action`, `oracle`); none for a server without /info. */
+  routes: string[]
+}
 const CLOSE_REPLY = z.unknown()
 
 /** Why a fetch failed before any reply: a refused or dropped connection, or the time limit. */
@@ -106,6 +124,7 @@ export class HttpEnvClient {
   private readonly backoff: (attempt: number) => number
   private readonly maxReplyBytes: number
   private readonly apiKey: string | undefined
+  private readonly slots: Slots
 
   constructor(
     readonly baseUrl: string,
@@ -116,6 +135,7 @@ export class HttpEnvClient {
     this.backoff = options.backoffMs ?? ((k) => 200 * 2 ** k)
     this.maxReplyBytes = options.maxReplyBytes ?? 8 * 2 ** 20
     this.apiKey = options.apiKey
+    this.slots = new Slots(options.concurrency ?? Number.POSITIVE_INFINITY)
   }
 
   /** One request and its checked reply; idempotent requests are retried on the failures that allow it. */
@@ -131,7 +151,7 @@ export class HttpEnvClient {
     for (let attempt = 0; attempt <= this.retries; attempt++) {
       if (attempt > 0) await sleep(this.backoff(attempt - 1))
       try {
-        return await this.once(method, url, body, schema)
+        return await this.slots.run(() => this.once(method, url, body, schema))
       } catch (error) {
         if (!(error instanceof EnvHttpError)) throw error
         last = error
@@ -239,11 +259,57 @@ export class HttpEnvClient {
 
   /** The expert's next action (the optional route /expert_action; a server without it answers 404 `no route`). */
   async expertAction(id: number): Promise<string> {
-    return (await this.request('GET', `/expert_action?id=${id}`, undefined, true, EXPERT_REPLY)).action
+    return (await this.expert(id)).action
+  }
+
+  /** The expert's next action and its sub-goal in a few words ('' where the server gives none). */
+  async expert(id: number): Promise<{ action: string; thought: string }> {
+    const r = await this.request('GET', `/expert_action?id=${id}`, undefined, true, EXPERT_REPLY)
+    return { action: r.action, thought: r.thought ?? '' }
+  }
+
+  /** The server's hindsight skill for a finished trajectory (the optional route `POST /oracle`). */
+  async oracle(trajectory: Trajectory): Promise<z.infer<typeof ORACLE_REPLY>> {
+    return this.request('POST', '/oracle', { trajectory }, true, ORACLE_REPLY)
+  }
+
+  /** What the server says of itself (`GET /info`); a server without the route has no optional routes. */
+  async info(): Promise<ServerInfo> {
+    try {
+      const r = await this.request('GET', '/info', undefined, true, INFO_REPLY)
+      return {
+        ...(r.name === undefined ? {} : { name: r.name }),
+        ...(r.version === undefined ? {} : { version: r.version }),
+        routes: r.routes ?? [],
+      }
+    } catch (error) {
+      if (error instanceof EnvHttpError && (error.kind === 'not-found' || error.status === 405)) return { routes: [] }
+      throw error
+    }
   }
 
   async close(id: number): Promise<void> {
     await this.request('POST', '/close', { id }, true, CLOSE_REPLY)
+  }
+}
+
+/** At most `limit` tasks running at once, the rest started in the order they came. */
+class Slots {
+  private running = 0
+  private readonly waiting: Array<() => void> = []
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve))
+    else this.running++
+    try {
+      return await task()
+    } finally {
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.running--
+    }
   }
 }
 

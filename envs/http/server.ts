@@ -4,9 +4,10 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getEnv } from '../index.ts'
-import type { Env, Episode, Split, StepResult } from '../types.ts'
+import type { Env, Episode, Split, StepResult, Trajectory } from '../types.ts'
 import { SPLITS } from '../types.ts'
 import type { StepReply } from './protocol.ts'
+import { OPTIONAL_ROUTES, type OptionalRoute } from './remote-env.ts'
 
 export interface ServeOptions {
   port?: number
@@ -19,6 +20,10 @@ export interface ServeOptions {
   idleTtlMs?: number
   /** The clock, in milliseconds (tests); default Date.now. */
   now?: () => number
+  /** The version `GET /info` reports (the CLI gives seedflow's). */
+  version?: string
+  /** The optional routes served (default all): a server like one without them, for tests and for trying a run. */
+  routes?: readonly OptionalRoute[]
 }
 
 class HttpError extends Error {
@@ -44,7 +49,7 @@ export function formatDuration(ms: number): string {
 }
 
 const ID_PATTERN = /^(0|[1-9][0-9]*)$/
-const POST_ROUTES = new Set(['/create', '/reset', '/step', '/close'])
+const POST_ROUTES = new Set(['/create', '/reset', '/step', '/close', '/oracle'])
 
 /**
  * An episode id as the protocol writes it: in a body, a JSON number whose value is a non-negative safe integer;
@@ -106,6 +111,23 @@ function taskOf(env: Env, body: Record<string, unknown>) {
   return env.task(split, seed)
 }
 
+/** A trajectory as /trajectory gave it, checked for what the oracles read. */
+function trajectoryOf(raw: unknown): Trajectory {
+  const t = raw as Partial<Trajectory> | null
+  const ok =
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.taskText === 'string' &&
+    typeof t.finalObservation === 'string' &&
+    typeof t.task === 'object' &&
+    t.task !== null &&
+    Array.isArray(t.steps) &&
+    t.steps.every((s) => typeof s?.observation === 'string' && typeof s.response === 'string') &&
+    typeof t.info?.won === 'boolean'
+  if (!ok) throw new HttpError(400, 'trajectory must be a trajectory as GET /trajectory answers it')
+  return t as Trajectory
+}
+
 /** Starts an HTTP server for one environment; resolves once it listens. */
 export async function serveEnv(name: string, options: ServeOptions = {}): Promise<ServedEnv> {
   const env = getEnv(name)
@@ -119,6 +141,7 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
   if (!Number.isFinite(ttl) || ttl <= 0)
     throw new RangeError(`idleTtlMs must be a positive number of milliseconds, got ${ttl}`)
   const idle = formatDuration(ttl)
+  const served = new Set<string>(options.routes ?? OPTIONAL_ROUTES)
   /** Open episodes in order of last use, oldest first. */
   const episodes = new Map<number, { episode: Episode; usedAt: number }>()
   /** Ids evicted for idleness, so that their 404 says so; bounded, oldest forgotten first. */
@@ -159,6 +182,8 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
   async function handle(req: IncomingMessage): Promise<unknown> {
     const url = new URL(req.url ?? '/', 'http://localhost')
     const route = `${req.method} ${url.pathname}`
+    if (!served.has(url.pathname.slice(1)) && (OPTIONAL_ROUTES as readonly string[]).includes(url.pathname.slice(1)))
+      throw new HttpError(404, `no route ${route}`)
     const query = Object.fromEntries(url.searchParams)
     const body = req.method === 'POST' && POST_ROUTES.has(url.pathname) ? await readJson(req, limit) : {}
     // from here on the handler runs without a pause: the sweep, the cap check and the insertion see one state,
@@ -187,8 +212,10 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
         return { id }
       }
       case 'POST /reset': {
-        const [id] = episodeOf(body.id, 'body')
-        const ep = env.reset(taskOf(env, body))
+        const [id, current] = episodeOf(body.id, 'body')
+        // without a task, the one /create was given
+        const named = body.split !== undefined || body.seed !== undefined || body.data_idx !== undefined
+        const ep = env.reset(named ? taskOf(env, body) : current.task)
         open(id, ep)
         return reply({ observation: ep.observation, info: ep.info }, ep)
       }
@@ -206,8 +233,20 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
         return { prompt: queryId().prompt({ compact: query.compact === 'true' }) }
       case 'GET /trajectory':
         return queryId().trajectory()
-      case 'GET /expert_action':
-        return { action: queryId().expertAction() }
+      case 'GET /expert_action': {
+        const ep = queryId()
+        return { action: ep.expertAction(), thought: ep.expertThought() }
+      }
+      case 'POST /oracle': {
+        const a = env.oracle(trajectoryOf(body.trajectory))
+        return { ...a.output, entities: a.entities }
+      }
+      case 'GET /info':
+        return {
+          name: env.name,
+          ...(options.version ? { version: options.version } : {}),
+          routes: [...served],
+        }
       case 'POST /close': {
         const [id] = episodeOf(body.id, 'body')
         episodes.delete(id)

@@ -42,10 +42,10 @@ describe('CPU household preset', () => {
     assert.ok(solved >= 0.95 * 120, `the expert solves ${solved} of 120 validation tasks within ${cap} steps`)
   })
 
-  it('fits demonstrated prompts (with their skill block), responses and oracle answers into its budgets', () => {
+  it('fits demonstrated prompts (with their skill block), responses and oracle answers into its budgets', async () => {
     assert.ok(c.warmstart && c.model.kind === 'builtin')
     const ws = { ...c.warmstart, demoTasks: 150 }
-    const demos = demonstrations('household', ws, c.prompt, c.seed)
+    const demos = await demonstrations('household', ws, c.prompt, c.seed)
     const json = trainByteLevelBpe(demos.corpus, {
       vocabSize: c.model.vocabSize,
       specialTokens: [...TINY_SPECIAL_TOKENS],

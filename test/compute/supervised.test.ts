@@ -161,13 +161,18 @@ describe('supervisedTrain token weights', () => {
 })
 
 describe('warmstart', () => {
-  it('writes the expert thought into demonstrated responses with expertThoughts, where the env has one', () => {
+  it('writes the expert thought into demonstrated responses with expertThoughts, where the env has one', async () => {
     const household = cpuHouseholdPreset()
     const ws = household.warmstart
     assert.ok(ws)
     const env = getEnv('household')
-    const think = demonstrations('household', { ...ws, demoTasks: 6, expertThoughts: true }, household.prompt, 1)
-    const plainLabels = demonstrations('household', { ...ws, demoTasks: 6, expertThoughts: false }, household.prompt, 1)
+    const think = await demonstrations('household', { ...ws, demoTasks: 6, expertThoughts: true }, household.prompt, 1)
+    const plainLabels = await demonstrations(
+      'household',
+      { ...ws, demoTasks: 6, expertThoughts: false },
+      household.prompt,
+      1,
+    )
     // the same episodes, the same prompts and actions; only the responses think
     assert.deepEqual(
       think.plain.map((d) => [d.prompt, d.action]),
@@ -181,7 +186,7 @@ describe('warmstart', () => {
     for (const d of plainLabels.plain) assert.equal(demoResponse(env, d), `<think></think><action>${d.action}</action>`)
     const sokoban = cpuSokobanPreset()
     assert.ok(sokoban.warmstart)
-    const grid = demonstrations(
+    const grid = await demonstrations(
       'sokoban',
       { ...sokoban.warmstart, demoTasks: 4, expertThoughts: true },
       sokoban.prompt,
@@ -289,7 +294,7 @@ describe('warmstart', () => {
       const policy = loadPolicy(engine, (await microWarmstart(engine, config)).checkpoint)
       const annotation = await annotateStage1(policy, config)
       const stats = await trainStage1(policy, annotation, config)
-      const demos = demonstrations(config.env, ws, config.prompt, config.seed)
+      const demos = await demonstrations(config.env, ws, config.prompt, config.seed)
       assert.ok(demos.plain.length > 0 && demos.skilled.length > 0)
       assert.equal(stats.actingPairs, demos.plain.length + demos.skilled.length)
       assert.equal(stats.steps, config.stage1.steps)

@@ -66,7 +66,7 @@ describe('warmstart of an imported model', () => {
     assert.ok(r.stats.lastLoss < 0.7 * r.stats.firstLoss, `loss ${r.stats.firstLoss} -> ${r.stats.lastLoss}`)
     // the same demonstrations as a built-in warm-start of these settings, tokenized by the template
     const policy = loadPolicy(engine, r.checkpoint)
-    const demos = demonstrations(config.env, config.warmstart!, config.prompt, config.seed)
+    const demos = await demonstrations(config.env, config.warmstart!, config.prompt, config.seed)
     assert.equal(r.stats.plainPairs, demos.plain.length)
     const [plain] = (await actingPools(policy, demos, config.env, config.prompt, config.warmstart!, 1))('full')
     const example = plain!.examples[0]!

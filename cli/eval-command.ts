@@ -15,7 +15,7 @@ import { createLocalEngine } from '../engine/index.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import { readSkillLibrary } from '../records/skill-library.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
-import { ENV_STEP_CAPS, type PromptSettings, RUN_ENV_NAMES, type RunEnvName } from '../seed/config.ts'
+import { ENV_STEP_CAPS, envLabel, type PromptSettings, RUN_ENV_NAMES, type RunEnvName } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -48,7 +48,8 @@ export type EvalCheckpointSource = CheckpointSource
 
 export interface EvalReport {
   checkpoint: EvalCheckpointSource
-  env: RunEnvName
+  /** The environment's name (a server's: the run config's `env.name`, else `http:<host:port>`). */
+  env: string
   split: EvalSplit
   /** Task seeds [from, to): half-open. */
   seeds: { from: number; to: number }
@@ -158,9 +159,10 @@ export async function evalCommand(
   const runConfig = resolved.run?.config
   if (runConfig && options.env !== undefined && options.env !== runConfig.env)
     throw new EvalInputError(
-      `--env ${options.env} does not match run ${resolved.run?.id}, which trained on ${runConfig.env}`,
+      `--env ${options.env} does not match run ${resolved.run?.id}, which trained on ${envLabel(runConfig.env)}`,
     )
-  const envName = (options.env ?? runConfig?.env) as RunEnvName | undefined
+  // a run's environment may be a server (env.kind "http"): evaluated on it as the run was
+  const envName = (options.env as RunEnvName | undefined) ?? runConfig?.env
   if (envName === undefined)
     throw new EvalInputError(`give --env (${RUN_ENV_NAMES.join(', ')}): the checkpoint belongs to no run`)
 
@@ -175,7 +177,7 @@ export async function evalCommand(
   const ckpt = await resolved.load()
   const settings = runConfig
     ? { source: `run ${resolved.run?.id}`, prompt: runConfig.prompt, maxEnvSteps: runConfig.evaluation.maxEnvSteps }
-    : presetSettings(envName, ckpt.tokenizerConfig === undefined, resolved.source.location)
+    : presetSettings(envName as RunEnvName, ckpt.tokenizerConfig === undefined, resolved.source.location)
   const seeds =
     range ??
     (options.episodes !== undefined
@@ -192,7 +194,7 @@ export async function evalCommand(
 
   const where = describeSource(resolved.source)
   io.err(
-    `seedflow: evaluating ${where} on ${envName} ${split}, seeds ${seeds.from}:${seeds.to} (${tasks} tasks), ` +
+    `seedflow: evaluating ${where} on ${envLabel(envName)} ${split}, seeds ${seeds.from}:${seeds.to} (${tasks} tasks), ` +
       `temperature ${options.temperature}, ${library ? `library skills of row ${rowName}` : 'no skill in the prompt'}; ` +
       `prompt settings from ${settings.source}\n`,
   )
@@ -225,7 +227,7 @@ export async function evalCommand(
   }
   const report: EvalReport = {
     checkpoint: resolved.source,
-    env: envName,
+    env: envLabel(envName),
     split,
     seeds,
     temperature: options.temperature,
@@ -237,7 +239,7 @@ export async function evalCommand(
     seconds: result.seconds,
   }
   io.out(
-    `\n${envName} ${split}, seeds ${seeds.from}:${seeds.to}, temperature ${options.temperature} ` +
+    `\n${envLabel(envName)} ${split}, seeds ${seeds.from}:${seeds.to}, temperature ${options.temperature} ` +
       `(prompt settings from ${settings.source}):\n${formatEvaluationTable(result.aggregates)}\n\n`,
   )
   if (options.out) {

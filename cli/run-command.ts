@@ -3,7 +3,7 @@ import { Client, type ConnectionOptions, WorkflowExecutionAlreadyStartedError } 
 import { DefaultLogger, Runtime, type RuntimeOptions } from '@temporalio/worker'
 import { bounded, boundedMessage } from '../infra/bounded-text.ts'
 import { localPaths, upTemporal } from '../infra/local-stack.ts'
-import { parseRunConfig, type RunConfig } from '../seed/config.ts'
+import { envLabel, parseRunConfig, type RunConfig } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import type { ArtifactStore, StoreIdentity } from '../store/artifact-store.ts'
 import { storeFromEnv } from '../store/from-env.ts'
@@ -76,7 +76,7 @@ export async function runCommand(configPath: string | undefined, options: { runI
   assertValidRunId(runId)
   checkRunSettings(config) // SEEDFLOW_FAULT and the annotator's key: before any server or workflow starts
   say(
-    `run ${runId}: ${config.algorithm} on ${config.env}, ${config.stage2.iterations} iterations × ${config.stage2.tasksPerStep} tasks × ${config.stage2.groupSize} samples` +
+    `run ${runId}: ${config.algorithm} on ${envLabel(config.env)}, ${config.stage2.iterations} iterations × ${config.stage2.tasksPerStep} tasks × ${config.stage2.groupSize} samples` +
       (configPath ? ` (${configPath})` : ' (the CPU sokoban preset; `seedflow run <config.json>` for another)'),
   )
   const { target, uiUrl } = await resolveTemporal()

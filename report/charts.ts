@@ -43,6 +43,14 @@ const ITERATION_CHARTS: IterationChart[] = [
     percent: true,
     series: [{ value: metric('rollout/invalid_rate') }],
   },
+  {
+    id: 'failed-episodes',
+    title: 'Episodes the environment failed',
+    y: 'episodes',
+    // drawn only for iterations that had some: a built-in environment never fails one
+    series: [{ value: (it) => it.metrics['rollout/failed_episodes'] || null }],
+    note: "A remote environment's timeouts, 5xx replies or restarts: each ends its episode as failed, unsolved, none of its steps trained on.",
+  },
   { id: 'pg-loss', title: 'Policy-gradient loss', y: 'L_pg', series: [{ value: metric('update/pg_loss') }] },
   { id: 'kl', title: 'KL to the reference', y: 'k3 KL', series: [{ value: metric('update/kl') }] },
   { id: 'entropy', title: 'Entropy', y: 'nats per token', series: [{ value: metric('update/entropy') }] },

@@ -3,6 +3,8 @@
 // iteration's skill inspection page. Built from RunData alone; the caller says how links are made (files on disk
 // for `seedflow report`, routes for `seedflow ui`) and what Temporal knows of each run's state, when it was asked.
 // Above the header, a notice per run naming the artifacts that could not be read; below it, Stage 1's annotation.
+
+import { envLabelOf } from '../seed/config.ts'
 import type { AnnotationData } from './annotation-data.ts'
 import { type Figure, runFigures } from './charts.ts'
 import { damageNotice } from './damage.ts'
@@ -66,7 +68,7 @@ function header(runs: readonly RunData[], options: RunPageOptions): Markup {
     return html`<tr>
 <td><strong>${run.runId}</strong>${temporal ? html` · <a href="${temporal}">Temporal</a>` : ''}</td>
 <td>${String(c.algorithm ?? run.plan?.algorithm ?? '?')}</td>
-<td>${String(c.env ?? run.plan?.env ?? '?')}</td>
+<td>${envLabelOf(c.env) || String(run.plan?.env ?? '?')}</td>
 <td>${modelName(c)}</td>
 <td class="mono" title="${run.record.configSha256}">${run.record.configSha256.slice(0, 12)}</td>
 <td>${run.record.seedflowVersion}</td>

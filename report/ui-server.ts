@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { UnknownRunError } from '../records/audit.ts'
 import type { RunRecord } from '../records/record-run.ts'
+import { envLabelOf } from '../seed/config.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { getJson } from '../store/json.ts'
 import { InvalidRunIdError, keys, RUN_ID_PATTERN } from '../store/keys.ts'
@@ -96,7 +97,7 @@ async function indexPage(options: UiOptions): Promise<string> {
       async () => (await getJson(options.store, keys.runRecord(id))) as RunRecord,
     )
     const cells = r
-      ? html`<td>${String(r.config.algorithm ?? '')}</td><td>${String(r.config.env ?? '')}</td><td>${r.createdAt}</td>`
+      ? html`<td>${String(r.config.algorithm ?? '')}</td><td>${envLabelOf(r.config.env)}</td><td>${r.createdAt}</td>`
       : html`<td colspan="3" class="status-bad">run.json cannot be read: ${damage.items[0]?.reason}</td>`
     rows.push(html`<tr><td><input type="checkbox" name="run" value="${id}"></td><td><a href="/runs/${encodeURIComponent(id)}/">${id}</a></td>
 ${cells}</tr>`)

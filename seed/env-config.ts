@@ -110,3 +110,13 @@ export function envStopStrings(env: RunEnvSpec): readonly string[] {
 export function envLabel(env: RunEnvSpec): string {
   return typeof env === 'string' ? env : (env.name ?? `http:${new URL(env.baseUrl).host}`)
 }
+
+/** The same for a config as stored (run.json's, not parsed again): '' when it names none. */
+export function envLabelOf(raw: unknown): string {
+  if (typeof raw === 'string') return raw
+  const http = raw as Partial<HttpEnvConfig> | null
+  if (typeof http?.baseUrl !== 'string') return ''
+  return typeof http.name === 'string'
+    ? http.name
+    : `http:${URL.canParse(http.baseUrl) ? new URL(http.baseUrl).host : http.baseUrl}`
+}

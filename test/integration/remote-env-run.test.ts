@@ -16,6 +16,8 @@ import type { IterationMetricsRecord } from '../../records/iteration-metrics.ts'
 import { decodeJsonlGz } from '../../records/jsonl.ts'
 import type { PhaseManifest } from '../../records/phase-manifest.ts'
 import type { RunRecord } from '../../records/record-run.ts'
+import { readRunData } from '../../report/run-data.ts'
+import { runPage } from '../../report/run-page.ts'
 import { runConfig } from '../../seed/config.ts'
 import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
 import { getJson } from '../../store/json.ts'
@@ -158,6 +160,11 @@ describe('a seed run on an environment server of the user (the Python example)',
     assert.ok(failed > 0, `failed episodes in the rollout manifests: ${failed}`)
     const metrics = (await getJson(harness.store, keys.metrics(runId, 0))) as IterationMetricsRecord
     assert.equal(metrics.metrics['rollout/failed_episodes'], failed)
+    // and the report draws them
+    const page = await runPage([await readRunData(harness.store, runId)], {
+      links: { skills: (run, k) => `${run}/iteration-${k}.html` },
+    })
+    assert.match(page, /Episodes the environment failed/)
   })
 
   it('refuses the run at planRun when the server does not answer, naming its URL', async () => {

@@ -2,7 +2,7 @@
 // generate call per turn over every live episode. Every env step becomes one step sample with its prompt and
 // response tokens, the sampler's log-probs, the parsed action, validity and reward.
 import { EnvHttpError } from '../envs/http/index.ts'
-import type { PlayedEpisode } from '../envs/played.ts'
+import type { ExpertMove, PlayedEpisode } from '../envs/played.ts'
 import { mixSeed, mulberry32 } from '../envs/rng.ts'
 import type { TaskRef, Trajectory } from '../envs/types.ts'
 import { generate } from '../policy/generate.ts'
@@ -197,14 +197,25 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     if (live.length === 0) break
     for (let from = 0; from < live.length; from += maxBatch) {
       const asked = live.slice(from, from + maxBatch)
-      const raw = await Promise.all(
-        asked.map((e) => e.episode!.prompt({ compact: input.prompt.compact }).catch((error) => fail(e, error))),
+      // the prompt and the expert's move in the state the step is taken from, asked together (one round trip)
+      const answers = new Map<Live, [string, ExpertMove | null]>()
+      await Promise.all(
+        asked.map(async (e) => {
+          try {
+            answers.set(
+              e,
+              await Promise.all([e.episode!.prompt({ compact: input.prompt.compact }), e.episode!.expert()]),
+            )
+          } catch (error) {
+            await fail(e, error)
+          }
+        }),
       )
       // an episode whose server failed leaves the batch here; the others go on
-      const batch = asked.filter((e) => !e.failure)
+      const batch = asked.filter((e) => answers.has(e))
       if (batch.length === 0) continue
       const prompts = batch.map((e) => {
-        const text = stepPromptText(raw[asked.indexOf(e)] as string, input.prompt)
+        const text = stepPromptText(answers.get(e)![0], input.prompt)
         const fit = fitPrompt(codec, text, budget, e.skill ? episodeSkillBlock(e.skill) : undefined)
         fits.push(fit)
         return { text, fit }
@@ -226,8 +237,8 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
       const stepped = await Promise.all(
         batch.map(async (e, i) => {
           const responseText = codec.decode(out.sequences[i]!.tokens)
+          const expertAction = answers.get(e)![1]?.action ?? ''
           try {
-            const expertAction = (await e.episode!.expert())?.action ?? ''
             return { responseText, expertAction, result: await e.episode!.step(responseText) }
           } catch (error) {
             await fail(e, error)

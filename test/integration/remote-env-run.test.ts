@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import { WorkflowFailedError } from '@temporalio/client'
 import type { ActivityInterceptorsFactory } from '@temporalio/worker'
 import type { RolloutTrajectory } from '../../compute/rollout.ts'
+import { serveEnv } from '../../envs/http/index.ts'
 import { freePort } from '../../infra/ports.ts'
 import type { RunPlan } from '../../records/contracts.ts'
 import type { IterationMetricsRecord } from '../../records/iteration-metrics.ts'
@@ -22,6 +23,7 @@ import { runConfig } from '../../seed/config.ts'
 import { smokeSokobanPreset } from '../../seed/presets/smoke.ts'
 import { getJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
+import { microConfig } from '../compute/micro.ts'
 import { type PipelineHarness, startPipeline } from './pipeline-harness.ts'
 import { type PythonEnv, startPythonEnv } from './python-env.ts'
 
@@ -165,6 +167,41 @@ describe('a seed run on an environment server of the user (the Python example)',
       links: { skills: (run, k) => `${run}/iteration-${k}.html` },
     })
     assert.match(page, /Episodes the environment failed/)
+  })
+
+  it('gives the built-in run, byte for byte, on `seedflow env serve sokoban`: rollouts, rewards, evaluations, checkpoints', async () => {
+    const served = await serveEnv('sokoban', { port: 0, host: '127.0.0.1' })
+    try {
+      const builtin = { ...microConfig('seed'), evaluation: { ...microConfig('seed').evaluation, tasks: 4, every: 1 } }
+      const remote = runConfig({
+        ...builtin,
+        env: { kind: 'http', baseUrl: served.url, name: 'sokoban', maxSteps: 15, stop: ['</action>'] },
+      })
+      const ids = { builtin: `same-builtin-${process.pid}`, remote: `same-remote-${process.pid}` }
+      const a = await harness.run(ids.builtin, builtin)
+      const b = await harness.run(ids.remote, remote)
+      assert.deepEqual(
+        b.evaluations.map((e) => [e.label, e.success, e.standardError]),
+        a.evaluations.map((e) => [e.label, e.success, e.standardError]),
+      )
+      assert.equal(b.checkpoint?.sha256, a.checkpoint?.sha256, 'the final checkpoint')
+      const { shards, iterations } = (await getJson(harness.store, keys.runPlan(ids.builtin))) as RunPlan
+      let steps = 0
+      for (let k = 0; k < iterations; k++)
+        for (let shard = 0; shard < shards; shard++) {
+          const read = async (runId: string) => {
+            const m = (await getJson(harness.store, keys.phaseManifest(runId, k, 'rollout', shard))) as PhaseManifest
+            const ref = m.outputs.rollouts as { key: string }
+            return decodeJsonlGz(await harness.store.get(ref.key), ref.key) as RolloutTrajectory[]
+          }
+          const [want, got] = [await read(ids.builtin), await read(ids.remote)]
+          assert.deepEqual(got, want, `iteration ${k} shard ${shard}: tokens, actions, rewards, records`)
+          steps += want.reduce((n, t) => n + t.steps.length, 0)
+        }
+      assert.ok(steps > 0)
+    } finally {
+      await served.close()
+    }
   })
 
   it('refuses the run at planRun when the server does not answer, naming its URL', async () => {

@@ -60,6 +60,8 @@ export interface WarmstartInput {
   onCheck?: (check: { step: number; successRate: number; seconds: number }) => void
   /** Told after each training step with its loss (progress for heartbeats). */
   onStep?: (step: number, loss: number) => void
+  /** Told after each demonstration episode is recorded (a remote environment's take minutes). */
+  onDemonstration?: (episodes: number, of: number) => void
   /** The run's graph layout (`engine`: recomputeLayers, decodeWeights); default ENGINE_DEFAULTS. */
   engineSettings?: EngineSettingsConfig
 }
@@ -219,6 +221,7 @@ export async function demonstrations(
   ws: WarmstartConfig,
   prompt: PromptSettings,
   seed: number,
+  onProgress?: (episodes: number, of: number) => void,
 ): Promise<Demonstrations> {
   const env = environmentOf(envName)
   const rng = mulberry32(mixSeed(seed, 0x5741))
@@ -229,6 +232,7 @@ export async function demonstrations(
   for (let i = 0; i < ws.demoTasks; i++) {
     const withSkill = rng.next() < ws.skillDemoShare
     const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
+    onProgress?.(i + 1, ws.demoTasks)
     ;(withSkill ? skilled : plain).push(...episode.demos)
     analyses.push(episode.analysis)
     corpus.push(...episode.texts)
@@ -351,7 +355,13 @@ export async function startingPolicy(
 export async function warmstart(engine: Engine, input: WarmstartInput): Promise<WarmstartResult> {
   const started = performance.now()
   const ws = input.warmstart
-  const { plain, skilled, analyses, corpus } = await demonstrations(input.env, ws, input.prompt, input.seed)
+  const { plain, skilled, analyses, corpus } = await demonstrations(
+    input.env,
+    ws,
+    input.prompt,
+    input.seed,
+    input.onDemonstration,
+  )
   const policy = await startingPolicy(engine, input.model, corpus, input.seed, input.engineSettings)
   const acting = await actingPools(policy, { plain, skilled }, input.env, input.prompt, ws, 1 - ws.analyzerShare)
   const analyzerExamples =

@@ -44,6 +44,7 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
         const r = await warmstart(engine, {
           ...c,
           model: start,
+          onDemonstration: (step, steps) => heartbeat({ phase: 'demonstrations', step, steps }),
           onStep: (step, loss) => {
             Object.assign(last, { step, loss })
             progress()

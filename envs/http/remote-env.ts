@@ -7,7 +7,7 @@ import { renderHistory } from '../core.ts'
 import type { ExpertMove, PlayedEnv, PlayedEpisode } from '../played.ts'
 import { pick, type Rng } from '../rng.ts'
 import type { EpisodeInfo, OracleAnalysis, Split, StepRecord, StepResult, TaskRef, Trajectory } from '../types.ts'
-import type { HttpEnvClient, ServerInfo } from './client.ts'
+import { EnvHttpError, type HttpEnvClient, type ServerInfo } from './client.ts'
 
 export interface RemoteEnvOptions {
   /** The environment's name in trajectories and reports. */
@@ -91,7 +91,10 @@ export class RemoteEnv implements PlayedEnv {
       throw new MissingRouteError(this.client.baseUrl, 'prompt', 'give the run config env.prompt.instruction')
     const sent = { split: task.split, seed: this.serverSeed(task) }
     const id = await this.client.create(sent)
-    const first = await this.client.reset(id, sent)
+    const first = await this.client.reset(id, sent).catch(async (error: unknown) => {
+      await this.client.close(id).catch(() => undefined)
+      throw error
+    })
     return new RemoteEpisode(this.client, id, task, first.observation, first.done, {
       name: this.options.name,
       maxSteps: this.options.maxSteps,
@@ -159,7 +162,12 @@ export class RemoteEpisode implements PlayedEpisode {
     const compact = options.compact ?? false
     if (!this.settings.prompt) return this.client.prompt(this.id, compact)
     const window = compact ? Math.min(1, this.settings.prompt.historyLength) : this.settings.prompt.historyLength
-    const actions = await this.client.availableActions(this.id).catch(() => null)
+    // a server without /available_actions shows none; any other failure fails the episode, as a step's would
+    const actions = await this.client.availableActions(this.id).catch((error: unknown) => {
+      if (error instanceof EnvHttpError && error.kind === 'not-found' && /no route|not found/i.test(error.message))
+        return null
+      throw error
+    })
     return renderPrompt(
       this.settings.prompt.instruction,
       window > 0 ? this.#history.slice(-window) : [],

@@ -1,7 +1,7 @@
 // A run's remote environment checked at planRun, before anything is recorded: the server answers, an episode
 // opens and closes, and it has the optional routes the run's settings need (docs/environment-protocol.md §4).
 import { EnvHttpError, type OptionalRoute, type ServerInfo } from '../envs/http/index.ts'
-import { ALGORITHMS } from '../seed/algorithms.ts'
+import { ALGORITHMS, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
 import type { HttpEnvConfig, RunConfig } from '../seed/config.ts'
 import { remoteEnvironment } from './environment.ts'
 import { teacherSource } from './plan.ts'
@@ -19,16 +19,24 @@ export interface EnvironmentIdentity {
 
 /** What a run asks of its environment's optional routes, and why, for `planRun`'s refusals. */
 export function routesNeeded(
-  config: Pick<RunConfig, 'warmstart' | 'stage1' | 'algorithm'>,
+  config: Pick<RunConfig, 'warmstart' | 'stage1' | 'stage2' | 'algorithm'>,
 ): Map<OptionalRoute, string> {
   const needs = new Map<OptionalRoute, string>()
-  if (config.warmstart) {
-    needs.set('expert_action', 'the warm-start clones the expert (warmstart is set)')
-    needs.set('oracle', "the warm-start's demonstrations carry the oracle's skills (warmstart is set)")
+  if (config.warmstart && config.warmstart.demonstrationsFile === undefined) {
+    const file = 'warmstart is set, without demonstrationsFile'
+    needs.set('expert_action', `the warm-start clones the expert (${file})`)
+    needs.set('oracle', `the warm-start's demonstrations carry the oracle's skills (${file})`)
   }
-  if (config.stage1.annotator.kind === 'oracle')
+  const mix = config.stage2.stage1Mix
+  if (mix && mix.analyzerShare < 1) {
+    const why = 'stage2.stage1Mix replays skill-reading demonstrations (analyzerShare < 1)'
+    needs.set('expert_action', why)
+    needs.set('oracle', why)
+  }
+  const row = ALGORITHMS[config.algorithm]
+  if ((needsStage1(row) || needsLibrary(row)) && config.stage1.annotator.kind === 'oracle')
     needs.set('oracle', 'Stage 1 annotates with the oracle (stage1.annotator.kind "oracle"; "openai" asks an endpoint)')
-  if (teacherSource(ALGORITHMS[config.algorithm]) === 'oracle') {
+  if (teacherSource(row) === 'oracle') {
     needs.set('expert_action', `${config.algorithm}'s teacher reads the expert's solution`)
     needs.set('oracle', `${config.algorithm}'s teacher reads the oracle's skill of the expert's solution`)
   }
@@ -41,7 +49,7 @@ export function routesNeeded(
  */
 export async function checkRemoteEnvironment(
   spec: HttpEnvConfig,
-  config: Pick<RunConfig, 'warmstart' | 'stage1' | 'algorithm'>,
+  config: Pick<RunConfig, 'warmstart' | 'stage1' | 'stage2' | 'algorithm'>,
 ): Promise<EnvironmentIdentity> {
   const env = remoteEnvironment(spec)
   let info: ServerInfo

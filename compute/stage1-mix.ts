@@ -61,7 +61,8 @@ export async function stage1Mix(policy: Policy, input: Stage1MixInput): Promise<
     // every episode a clean expert solution with its oracle skill in the prompt (skillDemoShare 1)
     const demos = await demonstrations(
       input.env,
-      { ...ws, demoTasks: episodes, skillDemoShare: 1 },
+      // the expert's, whatever the warm-start cloned (a file's demonstrations have no skills)
+      { ...ws, demoTasks: episodes, skillDemoShare: 1, demonstrationsFile: undefined },
       input.prompt,
       mixSeed(input.seed, 1),
     )

@@ -27,6 +27,7 @@ import type {
 } from '../seed/config.ts'
 import { type AnalyzerEpisode, analyzerPrompt, episodeOutcome, episodeSkillBlock } from '../seed/index.ts'
 import { oracleAnswer } from './analyze.ts'
+import { readDemonstrationsFile } from './demonstrations-file.ts'
 import { environmentOf } from './environment.ts'
 import { evaluate } from './evaluate.ts'
 import { CorePhaseError, LORA_SEED, loadPolicy, type Policy, toCheckpoint, withLora } from './policy.ts'
@@ -114,7 +115,10 @@ export interface WarmstartResult {
 
 export interface Demo {
   prompt: string
+  /** The action taught (for a file's demonstration: its response). */
   action: string
+  /** The response as given (a file's demonstration), instead of the action in the environment's format. */
+  response?: string
   /** The expert's thought, written inside `<think>…</think>` before the action ('' or absent: none). */
   thought?: string
   /** The skill block the prompt carries (inserted when the prompt is fitted). */
@@ -200,7 +204,7 @@ export function frameWeights(responses: readonly number[][], frameWeight: number
 
 /** The response a demonstration teaches: its thought (if any) and action in the environment's format. */
 export function demoResponse(env: Pick<PlayedEnv, 'formatResponse'>, d: Demo): string {
-  return env.formatResponse(d.action, d.thought)
+  return d.response ?? env.formatResponse(d.action, d.thought)
 }
 
 /** The warm-start's demonstrations: acting pairs (plain and with the oracle skill), analyzer pairs, and texts. */
@@ -224,6 +228,21 @@ export async function demonstrations(
   onProgress?: (episodes: number, of: number) => void,
 ): Promise<Demonstrations> {
   const env = environmentOf(envName)
+  if (ws.demonstrationsFile !== undefined) {
+    const { demos } = await readDemonstrationsFile(ws.demonstrationsFile)
+    const plain = demos.map((d) => ({
+      prompt: stepPromptText(d.prompt, prompt),
+      action: d.response,
+      response: d.response,
+    }))
+    onProgress?.(plain.length, plain.length)
+    return {
+      plain,
+      skilled: [],
+      analyses: [],
+      corpus: [...plain.map((d) => d.prompt), ...new Set(demos.map((d) => d.response))],
+    }
+  }
   const rng = mulberry32(mixSeed(seed, 0x5741))
   const plain: Demo[] = []
   const skilled: Demo[] = []

@@ -142,6 +142,14 @@ const Warmstart = z.strictObject({
   evalTasks: positiveInt(),
   targetSuccess: probability(),
   /**
+   * Demonstrations from a file instead of the environment's expert: one JSON object a line, `{prompt, response}`
+   * (the step prompt as the environment renders it, the response to clone), read on the worker; its sha256 is an
+   * input of the warm-start. For an environment without an expert (a server without /expert_action). The clone's
+   * mistakes and label noise do not apply, and it has no skill-reading or analyzer demonstrations (skillDemoShare
+   * and analyzerShare 0).
+   */
+  demonstrationsFile: boundedString(MAX_PATH_LENGTH).optional(),
+  /**
    * Keep the weights of the best validation check (the latest of equals) instead of the last step's: household's
    * clone peaked at step 900 of 1,200 (16% → 2–6% at T = 0.4 in two runs) while its loss kept falling.
    */
@@ -423,6 +431,14 @@ export const RunConfigSchema = z
           'skill-reading demonstrations follow the warm-start settings, which this run does not have: set analyzerShare to 1',
         )
     }
+    const ws = c.warmstart
+    if (ws?.demonstrationsFile !== undefined)
+      for (const share of ['skillDemoShare', 'analyzerShare'] as const)
+        if (ws[share] > 0)
+          problem(
+            ['warmstart', share],
+            `demonstrations from a file have no oracle skills or analyzer answers: set ${share} to 0`,
+          )
     if (c.stage1.actingData === 'demonstrations' && c.warmstart === null)
       problem(['stage1', 'actingData'], 'demonstrations replays the warm-start, which this run does not have')
     if (c.stage2.miniBatchSize > c.stage2.tasksPerStep * c.stage2.groupSize * c.stage2.maxEnvSteps) {

@@ -2,6 +2,7 @@
 // it has warm-start settings): the built-in model from scratch, or an imported model from its folder's weights
 // (read as the import phase reads it; the folder's file hashes are then inputs of this phase too).
 import { resolve } from 'node:path'
+import { readDemonstrationsFile } from '../../compute/demonstrations-file.ts'
 import { poolLossStats, type WarmstartInput, warmstart } from '../../compute/index.ts'
 import type { RunRef, StageSummary } from '../../records/contracts.ts'
 import { fatal } from '../../records/failures.ts'
@@ -32,7 +33,13 @@ export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>,
     const { model } = c
     return {
       scope: scopeOf(run, 'warmstart', 0),
-      inputs: model.kind === 'imported' ? await folderHashes(resolve(model.folder)) : {},
+      inputs: {
+        ...(model.kind === 'imported' ? await folderHashes(resolve(model.folder)) : {}),
+        // a demonstrations file is an input: another file, another warm-start
+        ...(c.warmstart.demonstrationsFile === undefined
+          ? {}
+          : { demonstrations: (await readDemonstrationsFile(c.warmstart.demonstrationsFile)).sha256 }),
+      },
       async compute({ store, engine, attempt }) {
         const start: WarmstartInput['model'] =
           model.kind === 'imported'

@@ -4,19 +4,22 @@
 // observations and its record kept by the client; a server that goes away mid-rollout fails its live episodes,
 // counted, and the rollout completes; planRun's check refuses a server that does not answer or lacks a route.
 import assert from 'node:assert/strict'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { environmentOf } from '../../compute/environment.ts'
 import { checkRemoteEnvironment } from '../../compute/environment-check.ts'
 import { rollout } from '../../compute/rollout.ts'
-import { demonstrations } from '../../compute/warmstart.ts'
+import { demonstrations, warmstart } from '../../compute/warmstart.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { HttpEnvClient, type OptionalRoute, type ServedEnv, serveEnv } from '../../envs/http/index.ts'
 import { getEnv } from '../../envs/index.ts'
 import { freePort } from '../../infra/ports.ts'
 import type { Checkpoint } from '../../policy/checkpoint.ts'
-import { HttpEnvSchema } from '../../seed/config.ts'
+import { HttpEnvSchema, runConfig } from '../../seed/config.ts'
 import { insertBlock } from '../../seed/skill-context.ts'
-import { microCheckpoint, microConfig, microPolicy, microRolloutInput } from './micro.ts'
+import { microCheckpoint, microConfig, microPolicy, microRolloutInput, microWarmstartInput } from './micro.ts'
 
 const httpEnv = (baseUrl: string, extra: Record<string, unknown> = {}) =>
   HttpEnvSchema.parse({ kind: 'http', baseUrl, name: 'sokoban', maxSteps: 15, stop: ['</action>'], ...extra })
@@ -106,6 +109,55 @@ describe('a run on an environment server', () => {
     }
   })
 
+  it('warm-starts from a JSONL file of demonstrations where the server has no expert', async () => {
+    const bare = await serveEnv('sokoban', { port: 0, host: '127.0.0.1', routes: ['prompt', 'trajectory', 'oracle'] })
+    const dir = await mkdtemp(join(tmpdir(), 'seedflow-demos-'))
+    try {
+      // the pairs a user would record: the built-in expert's prompts and responses
+      const env = getEnv('sokoban')
+      const pairs: { prompt: string; response: string }[] = []
+      for (let seed = 0; seed < 8; seed++) {
+        const episode = env.reset(env.task('train', seed))
+        while (!episode.done) {
+          const response = env.formatResponse(episode.expertAction())
+          pairs.push({ prompt: episode.prompt({ compact: true }), response })
+          episode.step(response)
+        }
+      }
+      const file = join(dir, 'demos.jsonl')
+      await writeFile(file, `${pairs.map((p) => JSON.stringify(p)).join('\n')}\n`)
+      const spec = httpEnv(bare.url)
+      const ws = { ...config.warmstart!, demonstrationsFile: file, skillDemoShare: 0, analyzerShare: 0 }
+      const demos = await demonstrations(spec, ws, config.prompt, 3)
+      assert.deepEqual(
+        demos.plain.map((d) => d.response),
+        pairs.map((p) => p.response),
+      )
+      assert.deepEqual([demos.skilled.length, demos.analyses.length], [0, 0])
+      // the run needs no expert now; the warm-start trains on the file
+      const withFile = runConfig({
+        ...config,
+        env: spec,
+        warmstart: ws,
+        stage1: { ...config.stage1, annotator: { kind: 'oracle' } },
+      })
+      assert.deepEqual((await checkRemoteEnvironment(spec, withFile)).routes, ['prompt', 'trajectory', 'oracle'])
+      const r = await warmstart(engine, { ...microWarmstartInput(withFile), env: spec })
+      assert.equal(r.stats.plainPairs, pairs.length)
+      // a bad line is refused with its number and field
+      await writeFile(file, `${JSON.stringify(pairs[0])}\n{"prompt": "x"}\n`)
+      await assert.rejects(demonstrations(spec, ws, config.prompt, 3), /demos\.jsonl, line 2: response: /)
+      // and the file's settings are checked: it has no skills to read
+      assert.throws(
+        () => runConfig({ ...config, warmstart: { ...ws, skillDemoShare: 0.3 } }),
+        /warmstart\.skillDemoShare: demonstrations from a file have no oracle skills/,
+      )
+    } finally {
+      await bare.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('ends the live episodes of a server that restarts mid-rollout as failed, counted, and completes', async () => {
     const port = await freePort()
     let server = await serveEnv('sokoban', { port, host: '127.0.0.1' })
@@ -166,6 +218,11 @@ describe('a run on an environment server', () => {
         },
       }
       assert.equal((await checkRemoteEnvironment(httpEnv(bare.url), imported as typeof config)).routes.length, 2)
+      // grpo starts from the base and reads no library: no annotator, no oracle (but its warm-start clones the expert)
+      await assert.rejects(checkRemoteEnvironment(httpEnv(bare.url), microConfig('grpo')), (e: Error) => {
+        assert.doesNotMatch(e.message, /Stage 1 annotates/)
+        return /\/expert_action/.test(e.message)
+      })
     } finally {
       await bare.close()
     }

@@ -12,7 +12,7 @@ export function parsePort(value: string): number {
 /** `seedflow env serve <name>`: one of our environments over the AgentGym-style HTTP protocol, until Ctrl-C. */
 export async function envServeCommand(
   name: string,
-  options: { port: number; host: string; maxEpisodes?: number; idleTtl?: number },
+  options: { port: number; host: string; maxEpisodes?: number; idleTtl?: number; bareActions?: boolean },
 ): Promise<void> {
   if (!(ENV_NAMES as string[]).includes(name)) {
     throw new Error(`unknown environment ${JSON.stringify(name)}; one of: ${ENV_NAMES.join(', ')}`)
@@ -25,6 +25,7 @@ export async function envServeCommand(
     maxEpisodes,
     idleTtlMs,
     version: SEEDFLOW_VERSION,
+    ...(options.bareActions ? { bareActions: true } : {}),
   })
   process.stdout.write(
     `seedflow: serving ${name} at ${served.url} (POST /create, /reset, /step, /close, /oracle; GET /info, /observation, /prompt, /expert_action, …); ` +

@@ -321,6 +321,10 @@ program
     'evict an episode that no request touched for this long; its id then answers 404 (default 1800)',
     positiveNumber,
   )
+  .option(
+    '--bare-actions',
+    "take a step's bare action (`up`) as the environment's formatted response: AgentGym's clients send the action they parsed",
+  )
   .action(envServeCommand)
 
 registerStoreCommands(program) // audit, export, export-dumps, report, ui

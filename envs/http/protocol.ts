@@ -24,6 +24,10 @@ export interface StepReply {
   reward: number
   done: boolean
   info: EpisodeInfo & { valid: boolean; reason?: string; action: string | null }
+  /** `info.score`, where AgentGym's BabyAI and SciWorld clients read it. */
+  score: number
+  /** The admissible actions (null: the environment shows none), where AgentGym's ALFWorld client reads them. */
+  available_actions: string[] | null
 }
 
 export interface CreateRequest {

@@ -22,6 +22,12 @@ export interface ServeOptions {
   now?: () => number
   /** The version `GET /info` reports (the CLI gives seedflow's). */
   version?: string
+  /**
+   * Take a step's text that the environment cannot parse but that is an action once written in its format (`up`
+   * for sokoban's `<think></think><action>up</action>`) as that action: AgentGym's clients send the action they
+   * parsed, not the model's output. Off by default: a run's policy must write the format itself.
+   */
+  bareActions?: boolean
   /** The optional routes served (default all): a server like one without them, for tests and for trying a run. */
   routes?: readonly OptionalRoute[]
 }
@@ -80,7 +86,23 @@ function reply(result: StepResult | { observation: string; info: Episode['info']
   const r = result as Partial<StepResult>
   const info: StepReply['info'] = { ...ep.info, valid: r.valid ?? true, action: r.action ?? null }
   if (r.reason !== undefined) info.reason = r.reason
-  return { observation: result.observation, state: result.observation, reward: r.reward ?? 0, done: ep.done, info }
+  return {
+    observation: result.observation,
+    state: result.observation,
+    reward: r.reward ?? 0,
+    done: ep.done,
+    info,
+    // what AgentGym's clients read beside (BabyAI's and SciWorld's score, ALFWorld's admissible actions)
+    score: ep.info.score,
+    available_actions: ep.admissible(),
+  }
+}
+
+/** A bare action (AgentGym's clients send the action they parsed), written in the environment's format. */
+function asResponse(env: Env, text: string): string {
+  if (env.parse(text).ok) return text
+  const wrapped = env.formatResponse(text.trim())
+  return env.parse(wrapped).ok ? wrapped : text
 }
 
 async function readJson(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
@@ -104,7 +126,8 @@ async function readJson(req: IncomingMessage, limit: number): Promise<Record<str
 function taskOf(env: Env, body: Record<string, unknown>) {
   const split = (body.split ?? 'test-seen') as Split
   if (!SPLITS.includes(split)) throw new HttpError(400, `unknown split ${JSON.stringify(split)}`)
-  const seed = body.seed ?? body.data_idx ?? 0
+  // AgentGym's clients send the task's index as data_idx (most) or game (Maze, ALFWorld)
+  const seed = body.seed ?? body.data_idx ?? body.game ?? 0
   if (typeof seed !== 'number' || !Number.isSafeInteger(seed) || seed < 0) {
     throw new HttpError(400, `seed must be a non-negative integer, got ${JSON.stringify(seed)}`)
   }
@@ -208,22 +231,24 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
           )
         }
         const id = nextId++
-        open(id, env.reset(task))
-        return { id }
+        const ep = env.reset(task)
+        open(id, ep)
+        // the episode starts reset to its task: its first observation too (AgentGym's TextCraft client reads it)
+        return { id, observation: ep.observation }
       }
       case 'POST /reset': {
         const [id, current] = episodeOf(body.id, 'body')
         // without a task, the one /create was given
-        const named = body.split !== undefined || body.seed !== undefined || body.data_idx !== undefined
+        const named = ['split', 'seed', 'data_idx', 'game'].some((field) => body[field] !== undefined)
         const ep = env.reset(named ? taskOf(env, body) : current.task)
         open(id, ep)
-        return reply({ observation: ep.observation, info: ep.info }, ep)
+        return { ...reply({ observation: ep.observation, info: ep.info }, ep), task_description: ep.taskText }
       }
       case 'POST /step': {
         const [id, ep] = episodeOf(body.id, 'body')
         if (typeof body.action !== 'string') throw new HttpError(400, 'action must be a string')
         if (ep.done) throw new HttpError(409, `episode ${id} has ended after ${ep.stepCount} steps`)
-        return reply(ep.step(body.action), ep)
+        return reply(ep.step(options.bareActions ? asResponse(env, body.action) : body.action), ep)
       }
       case 'GET /observation':
         return { observation: queryId().observation }

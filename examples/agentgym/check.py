@@ -185,10 +185,11 @@ def core(base):
     return failures
 
 
-def start_server(env):
-    """`seedflow env serve <env> --port 0` from the repository root; returns (process, base URL)."""
+def start_server(env, bare_actions=False):
+    """`seedflow env serve <env> --port 0 [--bare-actions]` from the repository root; returns (process, base URL)."""
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(["node", "--import", "tsx", "cli/main.ts", "env", "serve", env, "--port", "0"],
+    extra = ["--bare-actions"] if bare_actions else []
+    proc = subprocess.Popen(["node", "--import", "tsx", "cli/main.ts", "env", "serve", env, "--port", "0", *extra],
                             cwd=root, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()  # "seedflow: serving sokoban at http://127.0.0.1:PORT (...)"
     url = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
@@ -203,8 +204,10 @@ def main():
     cli.add_argument("--base", help="a running server's URL (default: start `seedflow env serve <env>`)")
     cli.add_argument("--env", default="sokoban", help="the environment to serve when --base is not given")
     cli.add_argument("--strict", action="store_true", help="fail when any AgentGym client profile breaks")
+    cli.add_argument("--bare-actions", action="store_true",
+                     help="start the server with --bare-actions (it takes the clients' parsed actions)")
     args = cli.parse_args()
-    proc, base = (None, args.base.rstrip("/")) if args.base else start_server(args.env)
+    proc, base = (None, args.base.rstrip("/")) if args.base else start_server(args.env, args.bare_actions)
     try:
         print(f"seedflow server: {base}\ncore (docs/environment-protocol.md):")
         failures = core(base)

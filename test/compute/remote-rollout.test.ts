@@ -5,10 +5,12 @@
 // counted, and the rollout completes; planRun's check refuses a server that does not answer or lacks a route.
 import assert from 'node:assert/strict'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { environmentOf } from '../../compute/environment.ts'
+import { environmentOf, remoteEnvironment } from '../../compute/environment.ts'
 import { checkRemoteEnvironment } from '../../compute/environment-check.ts'
 import { rollout } from '../../compute/rollout.ts'
 import { demonstrations, warmstart } from '../../compute/warmstart.ts'
@@ -190,6 +192,33 @@ describe('a run on an environment server', () => {
       assert.equal(r.trajectories.length, 4)
     } finally {
       await server.close()
+    }
+  })
+
+  it('sends the key from the variable apiKeyEnv names, read on the worker, and refuses without it; never stored', async () => {
+    const seen: (string | undefined)[] = []
+    const keyed = createServer((req, res) => {
+      seen.push(req.headers.authorization)
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ name: 'keyed', routes: [] }))
+    })
+    await new Promise<void>((resolve) => keyed.listen(0, '127.0.0.1', resolve))
+    const baseUrl = `http://127.0.0.1:${(keyed.address() as AddressInfo).port}`
+    const variable = `SEEDFLOW_TEST_ENV_KEY_${process.pid}`
+    try {
+      const spec = httpEnv(baseUrl, { apiKeyEnv: variable })
+      assert.throws(
+        () => remoteEnvironment(spec),
+        new RegExp(`needs the key in \\$${variable}, which is not set on this worker`),
+      )
+      process.env[variable] = 'sk-env-test'
+      assert.deepEqual(await remoteEnvironment(spec).info(), { name: 'keyed', routes: [] })
+      assert.deepEqual(seen, ['Bearer sk-env-test'])
+      // the run config (what run.json records) names the variable, never the key
+      assert.ok(!JSON.stringify(runConfig({ ...config, env: spec })).includes('sk-env-test'))
+    } finally {
+      delete process.env[variable]
+      keyed.close()
     }
   })
 

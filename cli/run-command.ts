@@ -17,6 +17,7 @@ import { type Evaluation, type SeedRunResult, seedRun } from '../workflows/seed-
 import { formatEvaluation, watchRun } from './progress.ts'
 import { CliError, connectClient } from './run-client.ts'
 import { checkRunSettings, checkStoreAccess } from './run-preflight.ts'
+import { awaitRunResult } from './run-result.ts'
 import { watchReachable } from './temporal-connection.ts'
 
 export function say(line: string): void {
@@ -124,19 +125,17 @@ export async function runCommand(configPath: string | undefined, options: { runI
       }
       for (const signal of INTERRUPTS) process.once(signal, onSignal)
       let result: SeedRunResult
-      // the result's long poll ends with the command: left running, it outlived the connection (and its retries
-      // ran into the closed channel) or held the exit for the rest of its poll
+      // the wait for the result ends with the command (cli/run-result.ts: checks, not one long poll): left
+      // running, a call outlived the connection (and its retries ran into the closed channel) or held the exit
       const done = new AbortController()
       try {
         // The watcher stops as soon as the workflow closes, while the worker still runs: a query sent after the
         // only worker has shut down would wait for one; the final evaluations come from the result.
         result = await local.runUntil(
-          client
-            .withAbortSignal(done.signal, () => handle.result())
-            .then(async (r) => {
-              await watcher.stop(r.evaluations)
-              return r
-            }),
+          awaitRunResult<SeedRunResult>(client, runId, handle, done.signal).then(async (r) => {
+            await watcher.stop(r.evaluations)
+            return r
+          }),
         )
       } catch (error) {
         if (!interrupted) throw error

@@ -154,11 +154,10 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     skill: string | null
   }
   /** Ends an episode whose environment failed (a remote server's typed failure); any other error is thrown. */
-  const fail = async (e: Live, error: unknown): Promise<null> => {
+  const fail = async (e: Live, error: unknown): Promise<void> => {
     if (!(error instanceof EnvHttpError)) throw error
     e.failure ??= { kind: error.kind, message: error.message, afterSteps: e.steps.length }
     await e.episode?.close().catch(() => undefined)
-    return null
   }
   if (input.groups && input.groups.length !== input.tasks.length)
     throw new CorePhaseError(`rollout: ${input.groups.length} group indices for ${input.tasks.length} tasks`)

@@ -108,7 +108,7 @@ export function envStopStrings(env: RunEnvSpec): readonly string[] {
 
 /** The environment's name in reports, metrics and search attributes. */
 export function envLabel(env: RunEnvSpec): string {
-  return typeof env === 'string' ? env : (env.name ?? `http:${new URL(env.baseUrl).host}`)
+  return envLabelOf(env)
 }
 
 /** The same for a config as stored (run.json's, not parsed again): '' when it names none. */

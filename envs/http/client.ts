@@ -257,12 +257,10 @@ export class HttpEnvClient {
     )) as unknown as Trajectory
   }
 
-  /** The expert's next action (the optional route /expert_action; a server without it answers 404 `no route`). */
-  async expertAction(id: number): Promise<string> {
-    return (await this.expert(id)).action
-  }
-
-  /** The expert's next action and its sub-goal in a few words ('' where the server gives none). */
+  /**
+   * The expert's next action and its sub-goal in a few words ('' where the server gives none): the optional route
+   * /expert_action (a server without it answers 404 `no route`).
+   */
   async expert(id: number): Promise<{ action: string; thought: string }> {
     const r = await this.request('GET', `/expert_action?id=${id}`, undefined, true, EXPERT_REPLY)
     return { action: r.action, thought: r.thought ?? '' }

@@ -105,7 +105,10 @@ export class RemoteEnv implements PlayedEnv {
   }
 
   formatResponse(action: string, thought = ''): string {
-    return this.options.responseFormat.replaceAll('{thought}', thought).replaceAll('{action}', action)
+    // one pass, so that an action or thought holding `{action}` or `{thought}` is not replaced again
+    return this.options.responseFormat.replace(/\{(action|thought)\}/g, (_, field) =>
+      field === 'action' ? action : thought,
+    )
   }
 
   async oracle(trajectory: Trajectory): Promise<OracleAnalysis> {

@@ -3,6 +3,7 @@
 // each request: the map is kept in order of last use, so a sweep only looks at the episodes it evicts).
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { z } from 'zod'
 import { getEnv } from '../index.ts'
 import type { Env, Episode, Split, StepResult, Trajectory } from '../types.ts'
 import { SPLITS } from '../types.ts'
@@ -134,21 +135,20 @@ function taskOf(env: Env, body: Record<string, unknown>) {
   return env.task(split, seed)
 }
 
+/** What the oracles read of a trajectory (as /trajectory gives it); the rest is passed through. */
+const ORACLE_TRAJECTORY = z.looseObject({
+  taskText: z.string(),
+  finalObservation: z.string(),
+  task: z.looseObject({}),
+  steps: z.array(z.looseObject({ observation: z.string(), response: z.string() })),
+  info: z.looseObject({ won: z.boolean() }),
+})
+
 /** A trajectory as /trajectory gave it, checked for what the oracles read. */
 function trajectoryOf(raw: unknown): Trajectory {
-  const t = raw as Partial<Trajectory> | null
-  const ok =
-    typeof t === 'object' &&
-    t !== null &&
-    typeof t.taskText === 'string' &&
-    typeof t.finalObservation === 'string' &&
-    typeof t.task === 'object' &&
-    t.task !== null &&
-    Array.isArray(t.steps) &&
-    t.steps.every((s) => typeof s?.observation === 'string' && typeof s.response === 'string') &&
-    typeof t.info?.won === 'boolean'
-  if (!ok) throw new HttpError(400, 'trajectory must be a trajectory as GET /trajectory answers it')
-  return t as Trajectory
+  if (!ORACLE_TRAJECTORY.safeParse(raw).success)
+    throw new HttpError(400, 'trajectory must be a trajectory as GET /trajectory answers it')
+  return raw as Trajectory
 }
 
 /** Starts an HTTP server for one environment; resolves once it listens. */

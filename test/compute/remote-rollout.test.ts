@@ -111,6 +111,12 @@ describe('a run on an environment server', () => {
     }
   })
 
+  it("writes a demonstration's response by env.responseFormat, each field replaced once", () => {
+    const env = environmentOf(httpEnv('http://127.0.0.1:9', { responseFormat: '<think>{thought}</think>[{action}]' }))
+    assert.equal(env.formatResponse('go north', 'find {action}'), '<think>find {action}</think>[go north]')
+    assert.equal(env.formatResponse('up'), '<think></think>[up]')
+  })
+
   it('warm-starts from a JSONL file of demonstrations where the server has no expert', async () => {
     const bare = await serveEnv('sokoban', { port: 0, host: '127.0.0.1', routes: ['prompt', 'trajectory', 'oracle'] })
     const dir = await mkdtemp(join(tmpdir(), 'seedflow-demos-'))

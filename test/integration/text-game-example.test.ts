@@ -39,7 +39,7 @@ async function postJson(path: string, body: unknown): Promise<{ status: number; 
   return { status: res.status, body: (await res.json()) as Record<string, unknown> }
 }
 
-/** The expert's next action and sub-goal (plain fetch: the client's expertAction reads only the action). */
+/** The expert's next action and sub-goal, by plain fetch (the reply as the server writes it). */
 async function expert(id: number): Promise<{ action: string; thought: string }> {
   const { status, body } = await getJson(`/expert_action?id=${id}`)
   assert.equal(status, 200, JSON.stringify(body))
@@ -62,7 +62,7 @@ async function playExpert(seed: number): Promise<Trajectory> {
   while (!done) {
     assert.ok(steps.length < MAX_STEPS, `train:${seed} not won in ${MAX_STEPS} steps`)
     const { action, thought } = await expert(id)
-    assert.equal(await client.expertAction(id), action)
+    assert.deepEqual(await client.expert(id), { action, thought })
     const admissible = await client.availableActions(id)
     assert.ok(admissible?.includes(action), `${action} not in ${JSON.stringify(admissible)}`)
     const response = `<think>${thought}</think>\n<action>${action}</action>`

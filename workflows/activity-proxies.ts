@@ -25,6 +25,12 @@ const DEFAULT_HEARTBEAT_TIMEOUT = '5 minutes'
 /** The patch under which model-bound phases go to the worker that keeps their policy (docs/design.md §10.1). */
 export const MODEL_AFFINITY = 'model-affinity'
 
+/**
+ * The patch under which a resident worker that took no phase within the wait is forgotten for the rest of the
+ * iteration: before, a snapshot that fell back to the train queue left the rescore waiting on the gone worker too.
+ */
+export const FORGET_GONE_RESIDENT = 'forget-gone-resident'
+
 /** The longest a phase waits on a worker's own queue before it goes to the run's train queue (seconds). */
 const RESIDENT_WAIT_SECONDS = 60
 
@@ -33,13 +39,14 @@ type Proxies = ReturnType<typeof proxyActivities<PipelineActivities>>
 /**
  * Runs `call` on the queue only one train worker polls (`resident`, from an earlier phase's result), where that
  * worker keeps the policy loaded; when no worker takes it there within the heartbeat timeout (at most a minute:
- * that worker is gone, or busy), on the run's train queue, where any worker loads the checkpoint from the store.
- * Without `resident`, on the train queue at once.
+ * that worker is gone, or busy), on the run's train queue, where any worker loads the checkpoint from the store,
+ * and `gone()` is told. Without `resident`, on the train queue at once.
  */
 export async function onResidentWorker<T>(
   plan: { heartbeatTimeoutSeconds?: number },
   resident: string | undefined,
   call: (queue: Proxies) => Promise<T>,
+  gone: () => void = () => {},
 ): Promise<T> {
   const { trainQueue } = modelQueues(plan)
   if (!resident) return call(trainQueue)
@@ -58,6 +65,7 @@ export async function onResidentWorker<T>(
       error.cause instanceof TimeoutFailure &&
       error.cause.timeoutType === 'SCHEDULE_TO_START'
     if (!unstarted) throw error
+    gone()
     return call(trainQueue)
   }
 }

@@ -2,7 +2,7 @@
 import { ApplicationFailure, log, patched, setHandler } from '@temporalio/workflow'
 import type { ArtifactRef, CheckpointRef, PhaseSummary, RunPlan, RunRef } from '../records/contracts.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import { control, MODEL_AFFINITY, modelQueues, onResidentWorker } from './activity-proxies.ts'
+import { control, FORGET_GONE_RESIDENT, MODEL_AFFINITY, modelQueues, onResidentWorker } from './activity-proxies.ts'
 import { ABORTED_TYPE, type IterationStatus, iterationStatusQuery, setRunSignal } from './operator.ts'
 import { OperatorGate } from './operator-gate.ts'
 import { enterPhase } from './phase-boundary.ts'
@@ -114,8 +114,12 @@ export async function seedIteration(it: IterationInput): Promise<IterationResult
   // next iteration's snapshot), falling back to the run's train queue; histories from before keep the train queue
   const affinity = patched(MODEL_AFFINITY)
   let resident = affinity ? it.residentQueue : undefined
+  // a resident worker that took no phase in time is gone (or stuck): the later phases go to the train queue at once
+  const forget = () => {
+    if (patched(FORGET_GONE_RESIDENT)) resident = undefined
+  }
   const onTrain = <T>(call: (queue: typeof trainQueue) => Promise<T>): Promise<T> =>
-    affinity ? onResidentWorker(it.plan, resident, call) : call(trainQueue)
+    affinity ? onResidentWorker(it.plan, resident, call, forget) : call(trainQueue)
   const hold = operatorHold(it)
   let run = await hold.next('snapshot')
   const snapshot = await onTrain((q) =>

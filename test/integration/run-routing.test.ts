@@ -11,6 +11,7 @@ import { runTaskQueue, TASK_QUEUES, taskQueuesOf } from '../../workers/task-queu
 import { seedRun } from '../../workflows/index.ts'
 import { seedflow } from '../cli/seedflow-process.ts'
 import { microConfig } from '../compute/micro.ts'
+import { activityTimeline } from './activity-timeline.ts'
 import { testServers } from './servers.ts'
 import { alive, sleep, startWorker, stopWorker, tail, type WorkerProcess } from './worker-processes.ts'
 
@@ -103,12 +104,16 @@ describe('seedflow run serves its own run only; seedflow worker --run resumes it
         for (let waited = 0; !done; waited += 200) {
           if (!alive(worker)) throw new Error(`seedflow worker --run exited:\n${tail(worker)}`)
           if (waited > 240_000)
-            throw new Error(`run ${runId} not done 240 s after its worker started:\n${tail(worker)}`)
+            throw new Error(
+              `run ${runId} not done 240 s after its worker started:\n${tail(worker)}\n` +
+                `its activities:\n${await activityTimeline(handle)}`,
+            )
           await sleep(200)
         }
         return new Promise<never>(() => {})
       })(),
     ])
+    if (process.env.SEEDFLOW_TEST_TIMELINE) console.log(await activityTimeline(handle))
     assert.equal(result.outcome, 'completed')
     assert.ok(
       result.evaluations.some((e) => e.label === 'iteration 2'),

@@ -70,3 +70,18 @@ test('seedIteration (model-affinity: the resident worker gone, each phase timed 
   assert.ok(history.events.length > 20, 'the fixture holds a whole history')
   await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'gone-row/iter-1')
 })
+
+test("seedIteration (forget-gone-resident: the snapshot's wait on the gone queue sends the rescore to the train queue at once) replays its committed history", async () => {
+  const history = JSON.parse(await readFile(historyFixture('seed-iteration-forget-gone'), 'utf8'))
+  assert.ok(history.events.length > 20, 'the fixture holds a whole history')
+  const patches = history.events
+    .flatMap((e: { markerRecordedEventAttributes?: { details?: Record<string, { payloads: { data: string }[] }> } }) =>
+      Object.values(e.markerRecordedEventAttributes?.details ?? {}).flatMap((d) => d.payloads),
+    )
+    .map((p: { data: string }) => Buffer.from(p.data, 'base64').toString())
+  assert.ok(
+    patches.some((p: string) => p.includes('"forget-gone-resident"')),
+    'the history holds the patch marker',
+  )
+  await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'gone-row/iter-1')
+})

@@ -3,10 +3,12 @@
 // vs RL iterations, mean and 95% band over seeds), both written beside the results JSON. Rebuilt from the JSON
 // alone: `node --import tsx bench/learning-report.ts [bench/results/learning.json]`.
 import { readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
 import { diagnosticsSection, type LegDiagnostics, readLegDiagnostics } from './learning-diagnostics.ts'
 import { limitsSection, OPD_OFF, OPD_OFF_ROW, SEED_ROW, type SeedDifference, UPPER_ROW } from './learning-limits.ts'
+import { premiseSection } from './premise-report.ts'
 import { seedInterval, showInterval } from './seed-interval.ts'
 
 export interface LearningEntry {
@@ -303,7 +305,12 @@ export async function writeLearningReport(resultsPath: string, results: Learning
     ),
   )
   const diagnostics = readLegDiagnostics(`${stem}-runs`, legs)
-  writeFileSync(`${stem}.md`, learningTable(results) + diagnosticsSection(diagnostics) + limits(results, diagnostics))
+  // the main results carry the premise check of the skill-reading designs (issue 46) beside them
+  const premise = stem.endsWith('/learning') ? premiseSection(join(dirname(stem), 'skill-reading.jsonl')) : ''
+  writeFileSync(
+    `${stem}.md`,
+    learningTable(results) + diagnosticsSection(diagnostics) + limits(results, diagnostics) + premise,
+  )
   writeFileSync(`${stem}.svg`, await learningPlot(results))
 }
 

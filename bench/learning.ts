@@ -122,6 +122,12 @@ const args = parseArgs({
      */
     set: { type: 'string', multiple: true, default: [] },
     /**
+     * Warm-start overrides of every run of the benchmark, its starts included, e.g. `warmstart.skillDetours=0.3`
+     * (the contrastive skill-reading start, docs/benchmarks.md §3.8); they make other starts, so they need their
+     * own `--prefix`.
+     */
+    'start-set': { type: 'string', multiple: true, default: [] },
+    /**
      * Evaluate on these splits only (a comma list, the environment's first named split carrying the learning curve),
      * e.g. `validation` for a hyperparameter sweep that must not see test tasks; default every benchmark split.
      */
@@ -223,6 +229,16 @@ const overrides = (args.set ?? []).map((s) => {
   if (typeof value === 'object' && value !== null) throw new Error(`--set ${s}: set an object's fields one by one`)
   return { path: (match[1] as string).split('.'), value }
 })
+/** `--start-set warmstart.<field>=<JSON scalar>`: the warm-start settings of every run, starts included. */
+const startOverrides = Object.fromEntries(
+  (args['start-set'] ?? []).map((s) => {
+    const match = /^warmstart\.([A-Za-z0-9]+)=(.+)$/.exec(s)
+    if (!match) throw new Error(`--start-set ${s}: expected warmstart.<field>=<value>`)
+    return [match[1] as string, JSON.parse(match[2] as string) as unknown]
+  }),
+)
+if (Object.keys(startOverrides).length > 0 && (args.prefix === 'lb' || args.out === 'bench/results/learning.json'))
+  throw new Error('--start-set makes other starts: give them their own --prefix and --out')
 /** The row's key in the results: its name, with the overrides it ran under (sorted, so the order given does not matter). */
 const rowKey = (row: string) => (args.set?.length ? `${row}[${[...args.set].sort().join(',')}]` : row)
 
@@ -267,7 +283,15 @@ function config(
     every: curveEvery,
     splits: more.map((split) => ({ split, tasks })),
   }
-  const parsed = parseRunConfig({ ...c, seed, stage2, evaluation, ...(stage.fork ? { fork: stage.fork } : {}) })
+  const warmstart = c.warmstart ? { ...c.warmstart, ...startOverrides } : c.warmstart
+  const parsed = parseRunConfig({
+    ...c,
+    seed,
+    warmstart,
+    stage2,
+    evaluation,
+    ...(stage.fork ? { fork: stage.fork } : {}),
+  })
   if (!parsed.ok) throw new Error(`run config of ${env} ${row} seed ${seed}: ${parsed.problems.join('; ')}`)
   return parsed.config
 }
@@ -340,6 +364,7 @@ async function hasObjects(id: string): Promise<boolean> {
 function regenerateCommand(start: StartOf): string {
   const extra = [
     args.prefix !== 'lb' ? `--prefix ${args.prefix}` : '',
+    ...(args['start-set'] ?? []).map((s) => `--start-set ${s}`),
     args['eval-tasks'] !== undefined ? `--eval-tasks ${args['eval-tasks']}` : '',
     args['curve-every'] !== '4' ? `--curve-every ${args['curve-every']}` : '',
     args.splits !== undefined ? `--splits ${args.splits}` : '',

@@ -10,12 +10,22 @@ import {
   evaluationSeed,
   evaluationSkills,
   loadPolicy,
+  type Policy,
 } from '../compute/index.ts'
+import { formatSkillGap, type SkillGapResult, skillGap } from '../compute/skill-gap.ts'
 import { createLocalEngine } from '../engine/index.ts'
 import { localPaths } from '../infra/local-stack.ts'
+import type { Checkpoint } from '../policy/checkpoint.ts'
 import { readSkillLibrary } from '../records/skill-library.ts'
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from '../seed/algorithms.ts'
-import { ENV_STEP_CAPS, envLabel, type PromptSettings, RUN_ENV_NAMES, type RunEnvName } from '../seed/config.ts'
+import {
+  ENV_STEP_CAPS,
+  envLabel,
+  type PromptSettings,
+  RUN_ENV_NAMES,
+  type RunConfig,
+  type RunEnvName,
+} from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
 import { paperPreset } from '../seed/presets/paper.ts'
 import type { ArtifactStore } from '../store/artifact-store.ts'
@@ -38,6 +48,8 @@ export interface EvalOptions {
   out?: string
   threads?: number
   seed?: number
+  /** The premise check instead of the success evaluation (skillGapCommand). */
+  skillGap?: boolean
 }
 
 /** A bad flag or an unknown checkpoint, run or iteration: the CLI prints the message and exits 1. */
@@ -131,11 +143,25 @@ const STDIO: EvalIo = {
   err: (text) => process.stderr.write(text),
 }
 
-export async function evalCommand(
-  checkpoint: string | undefined,
+/** `body` with the checkpoint loaded on an engine of its own, both released after. */
+async function withPolicy<T>(
+  ckpt: Checkpoint,
   options: EvalOptions,
-  io: EvalIo = STDIO,
-): Promise<EvalReport> {
+  runConfig: RunConfig | undefined,
+  body: (policy: Policy) => Promise<T>,
+): Promise<T> {
+  const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
+  const policy = loadPolicy(engine, ckpt, runConfig ? { settings: runConfig.engine } : {})
+  try {
+    return await body(policy)
+  } finally {
+    await policy.trainer.release()
+    await engine.close()
+  }
+}
+
+/** What both `seedflow eval` and its premise check settle first: the flags checked, the checkpoint and settings. */
+async function prepareEval(checkpoint: string | undefined, options: EvalOptions) {
   if (!(EVAL_SPLITS as readonly string[]).includes(options.split))
     throw new EvalInputError(`unknown split ${JSON.stringify(options.split)}; one of ${EVAL_SPLITS.join(', ')}`)
   const split = options.split as EvalSplit
@@ -191,20 +217,26 @@ export async function evalCommand(
     row?.evaluationSkill === 'library' && resolved.run
       ? await readSkillLibrary(storeOnce(), resolved.run.id, rowName as string)
       : null
+  return { split, resolved, envName, rowName, ckpt, settings, seeds, tasks, samplingSeed, library, runConfig }
+}
 
+export async function evalCommand(
+  checkpoint: string | undefined,
+  options: EvalOptions,
+  io: EvalIo = STDIO,
+): Promise<EvalReport> {
+  const { split, resolved, envName, rowName, ckpt, settings, seeds, tasks, samplingSeed, library, runConfig } =
+    await prepareEval(checkpoint, options)
   const where = describeSource(resolved.source)
   io.err(
     `seedflow: evaluating ${where} on ${envLabel(envName)} ${split}, seeds ${seeds.from}:${seeds.to} (${tasks} tasks), ` +
       `temperature ${options.temperature}, ${library ? `library skills of row ${rowName}` : 'no skill in the prompt'}; ` +
       `prompt settings from ${settings.source}\n`,
   )
-  const engine = createLocalEngine(options.threads ? { threads: options.threads } : {})
-  const policy = loadPolicy(engine, ckpt, runConfig ? { settings: runConfig.engine } : {})
   const started = performance.now()
   let lastLine = started
-  let result: Awaited<ReturnType<typeof evaluate>>
-  try {
-    result = await evaluate(policy, {
+  const result = await withPolicy(ckpt, options, runConfig, (policy) =>
+    evaluate(policy, {
       env: envName,
       split,
       seedStart: seeds.from,
@@ -220,11 +252,8 @@ export async function evalCommand(
         lastLine = now
         io.err(`seedflow: ${finished}/${episodes} episodes finished (${((now - started) / 1000).toFixed(0)} s)\n`)
       },
-    })
-  } finally {
-    await policy.trainer.release()
-    await engine.close()
-  }
+    }),
+  )
   const report: EvalReport = {
     checkpoint: resolved.source,
     env: envLabel(envName),
@@ -242,6 +271,62 @@ export async function evalCommand(
     `\n${envLabel(envName)} ${split}, seeds ${seeds.from}:${seeds.to}, temperature ${options.temperature} ` +
       `(prompt settings from ${settings.source}):\n${formatEvaluationTable(result.aggregates)}\n\n`,
   )
+  if (options.out) {
+    await writeFile(options.out, `${JSON.stringify(report, null, 2)}\n`)
+    io.out(`seedflow: wrote ${options.out}\n`)
+  }
+  return report
+}
+
+export interface SkillGapReport {
+  checkpoint: EvalCheckpointSource
+  env: string
+  split: EvalSplit
+  seeds: { from: number; to: number }
+  settings: { source: string; prompt: PromptSettings }
+  result: SkillGapResult
+}
+
+/**
+ * `seedflow eval --skill-gap`: the premise check of the checkpoint (compute/skill-gap.ts) on the same tasks, instead
+ * of sampling episodes: does the policy read what a skill says?
+ */
+export async function skillGapCommand(
+  checkpoint: string | undefined,
+  options: EvalOptions,
+  io: EvalIo = STDIO,
+): Promise<SkillGapReport> {
+  const { split, resolved, envName, ckpt, settings, seeds, tasks, runConfig } = await prepareEval(checkpoint, options)
+  io.err(
+    `seedflow: premise check of ${describeSource(resolved.source)} on ${envLabel(envName)} ${split}, seeds ` +
+      `${seeds.from}:${seeds.to} (${tasks} tasks): the expert's responses scored with each task's oracle skill, ` +
+      `another task's and none; prompt settings from ${settings.source}\n`,
+  )
+  let lastLine = performance.now()
+  const result = await withPolicy(ckpt, options, runConfig, (policy) =>
+    skillGap(policy, {
+      env: envName,
+      split,
+      seedStart: seeds.from,
+      tasks,
+      prompt: settings.prompt,
+      thoughts: runConfig?.warmstart?.expertThoughts ?? false,
+      onProgress: (done, of) => {
+        if (performance.now() - lastLine < 5000) return
+        lastLine = performance.now()
+        io.err(`seedflow: ${done}/${of} prompts scored\n`)
+      },
+    }),
+  )
+  const report: SkillGapReport = {
+    checkpoint: resolved.source,
+    env: envLabel(envName),
+    split,
+    seeds,
+    settings: { source: settings.source, prompt: settings.prompt },
+    result,
+  }
+  io.out(`\n${formatSkillGap(result)}\n`)
   if (options.out) {
     await writeFile(options.out, `${JSON.stringify(report, null, 2)}\n`)
     io.out(`seedflow: wrote ${options.out}\n`)

@@ -4,7 +4,7 @@ import { SEEDFLOW_VERSION } from '../records/seedflow-version.ts'
 import { chatCommand } from './chat-command.ts'
 import { configCommand, PRESET_NAMES } from './config-command.ts'
 import { envServeCommand, parsePort } from './env-command.ts'
-import { EVAL_SPLITS, evalCommand } from './eval-command.ts'
+import { EVAL_SPLITS, evalCommand, skillGapCommand } from './eval-command.ts'
 import { generateCommand } from './generate-command.ts'
 import { importCommand } from './import-command.ts'
 import { addOperatorCommands } from './operator-cli.ts'
@@ -103,8 +103,13 @@ program
   .option('--seed <n>', "root seed of the sampling (default: the run's or the preset's seed)", nonNegativeInt)
   .option('--out <file>', 'write the JSON report: {checkpoint, env, split, seeds, temperature, tasks, aggregates, ...}')
   .option('--threads <n>', 'ORT intra-op threads (default: one per CPU core; 1 is bit-reproducible)', positiveInt)
+  .option(
+    '--skill-gap',
+    "instead: the premise check (does the policy read what a skill says?): the expert's responses scored with each " +
+      "task's own oracle skill, another task's and none, in nats (docs/benchmarks.md §3.8)",
+  )
   .action(async (checkpoint, options) => {
-    await evalCommand(checkpoint, options)
+    await (options.skillGap ? skillGapCommand(checkpoint, options) : evalCommand(checkpoint, options))
   })
 
 const CHECKPOINT_ARGUMENT =

@@ -207,7 +207,7 @@ function sideMeans(samples: readonly ScoredSample[], base: (s: ScoredSample) => 
 }
 
 /** Per-token log-probs of every item, in batches of `batchSize`; `onBatch` gets each batch's size once scored. */
-async function scoreAll(
+export async function scoreAll(
   model: PolicyModel,
   items: readonly ScoreItem[],
   options: { batchSize: number; temperature: number; onBatch: (items: number) => void },

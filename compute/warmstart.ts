@@ -131,7 +131,10 @@ export interface AnalyzerDemo {
   answer: string
 }
 
-/** One demonstration episode; with `skill`, a clean expert solution whose prompt carries its oracle skill. */
+/**
+ * One demonstration episode; with `skill`, a solution whose prompt carries its oracle skill: the expert's own, or
+ * with `warmstart.skillDetours`, one that takes a random action instead of the expert's at that share of its steps.
+ */
 async function demoEpisode(
   env: PlayedEnv,
   seed: number,
@@ -150,10 +153,14 @@ async function demoEpisode(
       const text = stepPromptText(await episode.prompt({ compact: prompt.compact }), prompt)
       const move = await episode.expert()
       if (!move) throw new CorePhaseError(`${env.name} has no expert: the warm-start clones its demonstrations`)
-      const label = !withSkill && rng.next() < settings.labelNoise ? await episode.randomAction(rng) : move.action
-      const thought = settings.expertThoughts ? move.thought : ''
+      // a detour is its skill's move, not the expert's: its label and what it executes
+      const detour = withSkill && rng.next() < (settings.skillDetours ?? 0) ? await episode.randomAction(rng) : null
+      const label =
+        detour ?? (!withSkill && rng.next() < settings.labelNoise ? await episode.randomAction(rng) : move.action)
+      const thought = settings.expertThoughts && !detour ? move.thought : ''
       demos.push({ prompt: text, action: label, ...(thought ? { thought } : {}) })
-      const executed = !withSkill && rng.next() < settings.mistakeRate ? await episode.randomAction(rng) : move.action
+      const executed =
+        detour ?? (!withSkill && rng.next() < settings.mistakeRate ? await episode.randomAction(rng) : move.action)
       await episode.step(env.formatResponse(executed))
     }
     trajectory = await episode.trajectory()
@@ -250,11 +257,15 @@ export async function demonstrations(
   const corpus: string[] = []
   for (let i = 0; i < ws.demoTasks; i++) {
     const withSkill = rng.next() < ws.skillDemoShare
-    const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
+    // with detours a skill task is played twice from its first state: two skills that demand different moves
+    const plays = withSkill && (ws.skillDetours ?? 0) > 0 ? 2 : 1
+    for (let play = 0; play < plays; play++) {
+      const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
+      ;(withSkill ? skilled : plain).push(...episode.demos)
+      analyses.push(episode.analysis)
+      corpus.push(...episode.texts)
+    }
     onProgress?.(i + 1, ws.demoTasks)
-    ;(withSkill ? skilled : plain).push(...episode.demos)
-    analyses.push(episode.analysis)
-    corpus.push(...episode.texts)
   }
   for (const d of plain) corpus.push(d.prompt)
   for (const d of skilled) corpus.push(d.prompt, d.block ?? '')

@@ -99,6 +99,12 @@ export interface OracleAnalysis {
   output: AnalyzerOutput
   /** The concrete names (objects, receptacles, products, cards, …) the skill mentions; each is in the trajectory. */
   entities: string[]
+  /**
+   * The skill's instruction without this episode's particulars (a won sokoban episode's: the workflow sentence,
+   * without its list of moves), where the environment can say it: the reduced skill of the premise check
+   * (compute/skill-gap.ts), which tells copying the moves apart from following an instruction.
+   */
+  rule?: string
 }
 
 export interface Env {

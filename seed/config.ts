@@ -107,6 +107,13 @@ const Warmstart = z.strictObject({
   labelNoise: probability(),
   /** Share of demonstration episodes whose prompt carries the oracle skill of the expert's own solution. */
   skillDemoShare: probability(),
+  /**
+   * Contrastive skill reading (docs/benchmarks.md §3.8): each skill-reading task is played twice from its first
+   * state, each step taking a random action instead of the expert's with this probability, and kept when won; its
+   * labels are its own moves, which its oracle skill lists. So one state comes with skills that demand different
+   * actions, and the only way to fit them is to read the skill. Absent or 0: the expert's own solution, once.
+   */
+  skillDetours: probability().optional(),
   steps: positiveInt(),
   batchSize: positiveInt(),
   lr: lr(),

@@ -96,6 +96,7 @@ const ORACLE_REPLY = z.object({
   episode_summary: z.string(),
   episode_skill: z.string(),
   entities: z.array(z.string()).optional(),
+  rule: z.string().optional(),
 })
 const INFO_REPLY = z
   .object({ name: z.string().optional(), version: z.string().optional(), routes: z.array(z.string()).optional() })

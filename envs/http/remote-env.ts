@@ -118,6 +118,7 @@ export class RemoteEnv implements PlayedEnv {
     return {
       output: { episode_summary: r.episode_summary, episode_skill: r.episode_skill },
       entities: r.entities ?? [],
+      ...(r.rule ? { rule: r.rule } : {}),
     }
   }
 }

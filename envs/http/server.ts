@@ -264,7 +264,7 @@ export async function serveEnv(name: string, options: ServeOptions = {}): Promis
       }
       case 'POST /oracle': {
         const a = env.oracle(trajectoryOf(body.trajectory))
-        return { ...a.output, entities: a.entities }
+        return { ...a.output, entities: a.entities, ...(a.rule ? { rule: a.rule } : {}) }
       }
       case 'GET /info':
         return {

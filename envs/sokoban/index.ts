@@ -197,14 +197,16 @@ function oracle(t: Trajectory): OracleAnalysis {
   const invalid = t.steps.filter((s) => !s.valid).length
   const used = [...new Set(actions.filter((a) => a !== NO_OP))]
   if (t.info.won) {
+    const workflow =
+      'Workflow: first walk P to the cell on the far side of the box X from the target O without touching the box, ' +
+      'then push it in straight lines toward O, turning only when X is level with O'
     return {
       output: {
         episode_summary: `Solved the room in ${t.steps.length} steps by pushing the box X onto the target O with the moves ${actions.join(', ')}.`,
-        episode_skill:
-          'Workflow: first walk P to the cell on the far side of the box X from the target O without touching the box, ' +
-          `then push it in straight lines toward O, turning only when X is level with O; here the moves were ${actions.join(', ')}.`,
+        episode_skill: `${workflow}; here the moves were ${actions.join(', ')}.`,
       },
       entities: ['X', 'O', ...used],
+      rule: `${workflow}.`,
     }
   }
   const stuckAt = t.steps.findIndex((s) => boxCornered(parseGrid(s.observation)))

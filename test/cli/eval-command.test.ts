@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { type EvalOptions, type EvalReport, evalCommand } from '../../cli/eval-command.ts'
+import { type EvalOptions, type EvalReport, evalCommand, type SkillGapReport } from '../../cli/eval-command.ts'
 import { createLocalEngine } from '../../engine/index.ts'
 import { encodeCheckpoint } from '../../policy/checkpoint.ts'
 import { saveCheckpoint } from '../../records/checkpoint-store.ts'
@@ -95,6 +95,23 @@ describe('seedflow eval', () => {
     assert.ok(line('invalid rate').includes(pct(a.invalidRate.value)), r.out)
     for (const [family, f] of Object.entries(a.perFamily))
       assert.ok(line(`success ${family}`).includes(pct(f.success.value)), r.out)
+  })
+
+  it("--skill-gap runs the premise check instead: the printed figures are the JSON's", async () => {
+    const out = join(dir, 'gap.json')
+    const r = await seedflow(
+      ['eval', folder, '--env', 'sokoban', '--split', 'validation', '--seeds', '0:5', '--skill-gap', '--out', out],
+      env,
+    )
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.out}\n${r.err}`)
+    const report = JSON.parse(readFileSync(out, 'utf8')) as SkillGapReport
+    assert.deepEqual(report.seeds, { from: 0, to: 5 })
+    const { result } = report
+    assert.equal(result.tasks, 5)
+    const g = result.gaps.ownVsOther
+    assert.match(r.out, new RegExp(`own skill − another task's: [+-]${Math.abs(g.perStep).toFixed(3)} nats`))
+    assert.match(r.out, new RegExp(`above 0 in ${g.positive} of ${g.tasks} tasks`))
+    assert.match(r.out, new RegExp(`no skill ${result.logprob.none.toFixed(3)}`))
   })
 
   it("evaluates a run's base checkpoint with the run's prompt settings", async () => {

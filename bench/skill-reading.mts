@@ -56,6 +56,9 @@ const r = await warmstart(engine, {
   ...config,
   model: config.model,
   warmstart: config.warmstart,
+  // as the warm-start phase passes them (activities/phases/warmstart.ts): micro-batches, the analyzer's budget
+  engineSettings: config.engine,
+  analyzer: config.stage2.analyzer,
   onDemonstration: (n, of) => {
     demoSeconds = (performance.now() - started) / 1000
     if (n % 500 === 0 || n === of) process.stderr.write(`demonstrations ${n}/${of} (${demoSeconds.toFixed(0)} s)\n`)

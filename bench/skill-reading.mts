@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { evaluate, loadPolicy } from '../compute/index.ts'
 import { formatSkillGap, skillGap } from '../compute/skill-gap.ts'
-import { warmstart } from '../compute/warmstart.ts'
+import { warmstart, warmstartSettings } from '../compute/warmstart.ts'
 import { createLocalEngine } from '../engine/index.ts'
 import { writeCheckpointFolder } from '../policy/gguf/gguf-import.ts'
 import { RunConfigSchema } from '../seed/config.ts'
@@ -53,12 +53,9 @@ const started = performance.now()
 let demoSeconds = 0
 const checks: Array<{ step: number; successRate: number }> = []
 const r = await warmstart(engine, {
-  ...config,
+  // what the warm-start phase passes (micro-batches and the analyzer's budget included)
+  ...warmstartSettings(config, config.warmstart),
   model: config.model,
-  warmstart: config.warmstart,
-  // as the warm-start phase passes them (activities/phases/warmstart.ts): micro-batches, the analyzer's budget
-  engineSettings: config.engine,
-  analyzer: config.stage2.analyzer,
   onDemonstration: (n, of) => {
     demoSeconds = (performance.now() - started) / 1000
     if (n % 500 === 0 || n === of) process.stderr.write(`demonstrations ${n}/${of} (${demoSeconds.toFixed(0)} s)\n`)

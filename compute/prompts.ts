@@ -68,6 +68,16 @@ export interface PromptBudgetSettings {
   truncation?: PromptTruncation
 }
 
+/** The step prompts' budget of a run's prompt settings, for a model of `contextLength` positions. */
+export function stepBudget(prompt: PromptSettings, contextLength: number): PromptBudgetSettings {
+  return {
+    maxPromptTokens: prompt.maxPromptTokens,
+    responseTokens: prompt.maxResponseTokens,
+    contextLength,
+    truncation: prompt.truncation,
+  }
+}
+
 /**
  * A prompt fitted to its budget with the context ids the model sees: the chat-templated tokenization of `prompt`
  * less its `tokensCut` leftmost ids (docs/algorithm.md §13). Under `left`, `prompt` is the full rendering and only

@@ -10,7 +10,7 @@ import type { PromptSettings, RunEnvSpec } from '../seed/config.ts'
 import { episodeSkillBlock, type FitTally, tallyFits } from '../seed/index.ts'
 import { environmentOf } from './environment.ts'
 import { CorePhaseError, type Policy } from './policy.ts'
-import { type FittedPrompt, fitPrompt, stepPromptText } from './prompts.ts'
+import { type FittedPrompt, fitPrompt, stepBudget, stepPromptText } from './prompts.ts'
 
 export interface RolloutStep {
   /** The ordinary step prompt (history window applied, no skill, before fitting): the teacher prompt's base. */
@@ -134,12 +134,7 @@ export async function rollout(policy: Policy, input: RolloutInput): Promise<Roll
     )
   }
   const { codec, model } = policy
-  const budget = {
-    maxPromptTokens: input.prompt.maxPromptTokens,
-    responseTokens: input.prompt.maxResponseTokens,
-    contextLength: model.config.maxPositions,
-    truncation: input.prompt.truncation,
-  }
+  const budget = stepBudget(input.prompt, model.config.maxPositions)
   interface Live {
     id: number
     group: number

@@ -10,7 +10,7 @@ import type { RunEnvSpec } from '../seed/env-config.ts'
 import { episodeSkillBlock } from '../seed/skill-context.ts'
 import { environmentOf } from './environment.ts'
 import type { Policy } from './policy.ts'
-import { fitPrompt, stepPromptText } from './prompts.ts'
+import { fitPrompt, stepBudget, stepPromptText } from './prompts.ts'
 import { scoreAll } from './rescore.ts'
 
 export interface SkillGapInput {
@@ -126,12 +126,7 @@ export async function skillGap(policy: Policy, input: SkillGapInput): Promise<Sk
   const started = performance.now()
   const episodes = await expertEpisodes(input)
   if (episodes.length < 2) throw new Error(`the premise check needs two won expert episodes, got ${episodes.length}`)
-  const budget = {
-    maxPromptTokens: input.prompt.maxPromptTokens,
-    responseTokens: input.prompt.maxResponseTokens,
-    contextLength: policy.model.config.maxPositions,
-    truncation: input.prompt.truncation,
-  }
+  const budget = stepBudget(input.prompt, policy.model.config.maxPositions)
   const blocks = (e: ExpertEpisode, other: ExpertEpisode): Record<Kind, string | null> => ({
     none: '',
     own: episodeSkillBlock(e.skill),

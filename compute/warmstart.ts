@@ -22,6 +22,7 @@ import type {
   EvaluationConfig,
   LoraSettings,
   PromptSettings,
+  RunConfig,
   RunEnvSpec,
   WarmstartConfig,
 } from '../seed/config.ts'
@@ -31,7 +32,7 @@ import { readDemonstrationsFile } from './demonstrations-file.ts'
 import { environmentOf } from './environment.ts'
 import { evaluate } from './evaluate.ts'
 import { CorePhaseError, LORA_SEED, loadPolicy, type Policy, toCheckpoint, withLora } from './policy.ts'
-import { analyzerObservation, fitAnalyzer, fitPrompt, stepPromptText } from './prompts.ts'
+import { analyzerObservation, fitAnalyzer, fitPrompt, stepBudget, stepPromptText } from './prompts.ts'
 import { type ExamplePool, type PoolLoss, type SupervisedExample, supervisedTrain } from './supervised.ts'
 
 /**
@@ -65,6 +66,22 @@ export interface WarmstartInput {
   onDemonstration?: (episodes: number, of: number) => void
   /** The run's graph layout (`engine`: recomputeLayers, decodeWeights); default ENGINE_DEFAULTS. */
   engineSettings?: EngineSettingsConfig
+}
+
+/**
+ * A run config's warm-start input, all but the model (the built-in model's settings, or an imported folder that
+ * the warm-start phase reads): what the phase passes, and a script that warm-starts a config in process.
+ */
+export function warmstartSettings(c: RunConfig, warmstart: WarmstartConfig) {
+  return {
+    env: c.env,
+    prompt: c.prompt,
+    warmstart,
+    analyzer: c.stage2.analyzer,
+    evaluation: c.evaluation,
+    engineSettings: c.engine,
+    seed: c.seed,
+  } satisfies Omit<WarmstartInput, 'model'>
 }
 
 export interface WarmstartStats {
@@ -301,12 +318,7 @@ export async function actingPools(
   share: number,
 ): Promise<(frame: 'weighted' | 'full') => ExamplePool[]> {
   const env = environmentOf(envName)
-  const budget = {
-    maxPromptTokens: prompt.maxPromptTokens,
-    responseTokens: prompt.maxResponseTokens,
-    contextLength: policy.model.config.maxPositions,
-    truncation: prompt.truncation,
-  }
+  const budget = stepBudget(prompt, policy.model.config.maxPositions)
   const all = [...demos.plain, ...demos.skilled]
   const labels = all.map((d) => d.action)
   const texts = new Set(all.map((d) => demoResponse(env, d)))

@@ -4,6 +4,7 @@
 
 import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../../compute/index.ts'
 import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../../compute/plan.ts'
+import { stepBudget } from '../../compute/prompts.ts'
 import type { RescoreInput } from '../../records/contracts.ts'
 import { fatal } from '../../records/failures.ts'
 import { encodeRescore } from '../../records/rescore-format.ts'
@@ -119,12 +120,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           trajectories,
           ...(blocks ? { teacherBlocks: blocks } : {}),
           ...(controls ? { controlBlocks: controls } : {}),
-          budget: {
-            maxPromptTokens: c.prompt.maxPromptTokens,
-            responseTokens: c.prompt.maxResponseTokens,
-            contextLength: policy.model.config.maxPositions,
-            truncation: c.prompt.truncation,
-          },
+          budget: stepBudget(c.prompt, policy.model.config.maxPositions),
           temperature: c.stage2.temperature,
           batchSize: 64,
           onProgress: (step, steps) => heartbeat({ phase: 'rescore', step, steps }),

@@ -4,6 +4,7 @@
 import { resolve } from 'node:path'
 import { readDemonstrationsFile } from '../../compute/demonstrations-file.ts'
 import { poolLossStats, type WarmstartInput, warmstart } from '../../compute/index.ts'
+import { warmstartSettings } from '../../compute/warmstart.ts'
 import type { RunRef, StageSummary } from '../../records/contracts.ts'
 import { fatal } from '../../records/failures.ts'
 import type { RunConfig } from '../../seed/config.ts'
@@ -14,16 +15,7 @@ import { folderHashes, readImportedFolder } from './import.ts'
 
 const needs = (c: RunConfig) => {
   if (!c.warmstart) throw fatal('warmstart: the run has no warm-start settings', 'InvalidRunConfig')
-  return {
-    env: c.env,
-    model: c.model,
-    prompt: c.prompt,
-    warmstart: c.warmstart,
-    analyzer: c.stage2.analyzer,
-    evaluation: c.evaluation,
-    engineSettings: c.engine,
-    seed: c.seed,
-  }
+  return { ...warmstartSettings(c, c.warmstart), model: c.model }
 }
 
 export const warmstartPhase: PhaseDef<{ run: RunRef }, ReturnType<typeof needs>, StageSummary> = {

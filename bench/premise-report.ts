@@ -11,6 +11,8 @@ interface DesignLine {
   date: string
   seed: number
   set?: string[]
+  /** bench/skill-reading.mts --numbered-moves: the oracle skill's moves numbered (a probe, not a run setting) */
+  numberedMoves?: boolean
   warmstart: { seconds: number; checks: Array<{ step: number; successRate: number }> }
   skillGap: SkillGapResult
   validationSuccess: { tasks: number; success: number | null }
@@ -33,8 +35,9 @@ export function premiseSection(linesPath: string): string {
     const stopped = last ? `step ${last.step}` : '–'
     const success = d.validationSuccess.success === null ? '–' : (100 * d.validationSuccess.success).toFixed(1)
     const met = g.ownVsOther.perStep >= PREMISE_BAR_NATS ? 'met' : 'missed'
+    const settings = [...(d.numberedMoves ? ['numbered moves (probe)'] : []), ...(d.set ?? [])]
     return (
-      `| ${d.label} | ${d.seed} | ${(d.set ?? []).join(', ') || 'preset'} | ${stopped}, ${Math.round(d.warmstart.seconds)} s | ` +
+      `| ${d.label} | ${d.seed} | ${settings.join(', ') || 'preset'} | ${stopped}, ${Math.round(d.warmstart.seconds)} s | ` +
       `${success} | ${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${met} |`
     )
   })
@@ -49,9 +52,12 @@ export function premiseSection(linesPath: string): string {
     'response, mean over steps (mean over tasks ± 95% interval; tasks above 0 of tasks won by the expert). The rule is',
     'the skill without its list of moves; sokoban gives every task the same rule sentence, so own rule − another',
     `task's rule is 0 by construction and only own rule − no skill is shown. Bar: own − another ≥ ${PREMISE_BAR_NATS} nats.`,
+    '`numbered moves (probe)`: `--numbered-moves`, the oracle skill written "here the moves were 1 down, 2 left, …" in',
+    "the warm-start's skills and the check's alike, so that the prompt's \"Step k\" points at its move.",
     'Validation success: 500 other validation tasks (seeds 10000–10499) at the evaluation temperature. The seconds are',
     "the warm-start's wall time on the shared 2-core machine, not a ratio measured side by side (the first two and",
-    'detours-0.6-720 ran beside a CI run at lower priority): a step costs about the same in every design of one model',
+    'detours-0.6-720 ran beside a CI run at lower priority; the numbered and larger designs beside each other, the',
+    'numbered ones on 1 thread): a step costs about the same in every design of one model',
     "size, so the warm-start's cost is read from its steps. The first three rows stepped 256 whole sequences at once,",
     'the later ones in micro-batches of 32 as the warm-start phase does (the same step up to rounding).',
     '',

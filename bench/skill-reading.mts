@@ -5,6 +5,10 @@
 //
 //   node --import tsx bench/skill-reading.mts --label detours-0.3 --set warmstart.skillDetours=0.3
 //   node --import tsx bench/skill-reading.mts --label baseline --seed 2
+//   node --import tsx bench/skill-reading.mts --label numbered --numbered-moves --set warmstart.skillDetours=0.3
+//
+// --numbered-moves is a probe, not a run setting: it replaces the sokoban oracle's won-episode skill in this process
+// by its numbered form (envs/sokoban sokobanSkill), for the warm-start's skills and the check's alike.
 import { appendFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -12,6 +16,8 @@ import { evaluate, loadPolicy } from '../compute/index.ts'
 import { formatSkillGap, skillGap } from '../compute/skill-gap.ts'
 import { warmstart, warmstartSettings } from '../compute/warmstart.ts'
 import { createLocalEngine } from '../engine/index.ts'
+import { ENVS } from '../envs/index.ts'
+import { sokobanMoves, sokobanSkill } from '../envs/sokoban/index.ts'
 import { writeCheckpointFolder } from '../policy/gguf/gguf-import.ts'
 import { RunConfigSchema } from '../seed/config.ts'
 import { cpuSokobanPreset } from '../seed/presets/cpu.ts'
@@ -26,6 +32,7 @@ const { values: args } = parseArgs({
     threads: { type: 'string', default: '2' },
     out: { type: 'string', default: 'bench/results/skill-reading.jsonl' },
     keep: { type: 'string', describe: 'a folder to write the checkpoint to' },
+    'numbered-moves': { type: 'boolean', default: false },
   },
 })
 if (!args.label) throw new Error('--label <name> names the design in the results file')
@@ -43,6 +50,14 @@ function withOverrides(base: ReturnType<typeof cpuSokobanPreset>, sets: readonly
   }
   // the run config's own checks, so a design is a setting a run could have
   return RunConfigSchema.parse({ ...base, ...parts })
+}
+
+if (args['numbered-moves']) {
+  const plain = ENVS.sokoban.oracle.bind(ENVS.sokoban)
+  ENVS.sokoban.oracle = (t) => {
+    const a = plain(t)
+    return t.info.won ? { ...a, output: { ...a.output, episode_skill: sokobanSkill(sokobanMoves(t), true) } } : a
+  }
 }
 
 const seed = Number(args.seed)
@@ -101,6 +116,7 @@ const line = {
   date: new Date().toISOString(),
   seed,
   set: args.set,
+  ...(args['numbered-moves'] ? { numberedMoves: true } : {}),
   warmstart: {
     seconds: warmstartSeconds,
     demonstrationSeconds: demoSeconds,

@@ -192,21 +192,35 @@ function boxCornered(grid: string[][]): boolean {
   return false
 }
 
+const WORKFLOW =
+  'Workflow: first walk P to the cell on the far side of the box X from the target O without touching the box, ' +
+  'then push it in straight lines toward O, turning only when X is level with O'
+
+/**
+ * A won episode's oracle skill: the workflow, then its moves. `numbered` writes them "1 down, 2 left, …", so that
+ * the step prompt's "Step k" points at its move (issue 46's skill-reading probe, `bench/skill-reading.mts
+ * --numbered-moves`); the environment's oracle lists them plain.
+ */
+export function sokobanSkill(actions: readonly string[], numbered = false): string {
+  const moves = numbered ? actions.map((a, i) => `${i + 1} ${a}`) : actions
+  return `${WORKFLOW}; here the moves were ${moves.join(', ')}.`
+}
+
+/** The moves a trajectory made (its valid steps' actions), as the oracle lists them. */
+export const sokobanMoves = (t: Trajectory): string[] => t.steps.filter((s) => s.valid).map((s) => s.action as string)
+
 function oracle(t: Trajectory): OracleAnalysis {
-  const actions = t.steps.filter((s) => s.valid).map((s) => s.action as string)
+  const actions = sokobanMoves(t)
   const invalid = t.steps.filter((s) => !s.valid).length
   const used = [...new Set(actions.filter((a) => a !== NO_OP))]
   if (t.info.won) {
-    const workflow =
-      'Workflow: first walk P to the cell on the far side of the box X from the target O without touching the box, ' +
-      'then push it in straight lines toward O, turning only when X is level with O'
     return {
       output: {
         episode_summary: `Solved the room in ${t.steps.length} steps by pushing the box X onto the target O with the moves ${actions.join(', ')}.`,
-        episode_skill: `${workflow}; here the moves were ${actions.join(', ')}.`,
+        episode_skill: sokobanSkill(actions),
       },
       entities: ['X', 'O', ...used],
-      rule: `${workflow}.`,
+      rule: `${WORKFLOW}.`,
     }
   }
   const stuckAt = t.steps.findIndex((s) => boxCornered(parseGrid(s.observation)))

@@ -4,6 +4,8 @@ import { after, before, describe, it } from 'node:test'
 import { skillGap } from '../../compute/skill-gap.ts'
 import { demonstrations } from '../../compute/warmstart.ts'
 import { createLocalEngine, type Engine } from '../../engine/index.ts'
+import { ENVS } from '../../envs/index.ts'
+import { sokobanMoves, sokobanSkill } from '../../envs/sokoban/index.ts'
 import { microCheckpoint, microConfig, microPolicy } from './micro.ts'
 
 const config = microConfig()
@@ -78,5 +80,27 @@ describe('the premise check: the expert’s responses under its own skill, anoth
     } finally {
       await policy.trainer.release()
     }
+  })
+})
+
+describe('sokobanSkill: the oracle skill of a won episode, plain or with numbered moves', () => {
+  it('is the oracle’s own skill when plain, and numbers every move from 1 when numbered', () => {
+    const env = ENVS.sokoban
+    const episode = env.reset(env.task('validation', 3))
+    while (!episode.done) episode.step(env.formatResponse(episode.expertAction(), episode.expertThought()))
+    const t = episode.trajectory()
+    const actions = sokobanMoves(t)
+    assert.ok(t.info.won && actions.length >= 4)
+    assert.equal(env.oracle(t).output.episode_skill, sokobanSkill(actions))
+    const numbered = sokobanSkill(actions, true)
+    const listed = /here the moves were (.*)\.$/.exec(numbered)?.[1]?.split(', ') ?? []
+    assert.deepEqual(
+      listed,
+      actions.map((a, i) => `${i + 1} ${a}`),
+    )
+    assert.equal(
+      numbered.replace(/ here the moves were .*$/, ''),
+      sokobanSkill(actions).replace(/ here the moves were .*$/, ''),
+    )
   })
 })

@@ -1,6 +1,7 @@
 // The premise check's section of learning.md (issue 46, docs/benchmarks.md §3.8): one row per design measured by
 // bench/skill-reading.mts (its lines in bench/results/skill-reading.jsonl), the bar beside each figure.
 import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { GapFigure, SkillGapResult } from '../compute/skill-gap.ts'
 
 /** The bar of issue 46: own skill − another task's, per response, at the start checkpoint on held-out tasks. */
@@ -22,12 +23,50 @@ const signed = (x: number, digits = 3) => `${x >= 0 ? '+' : '−'}${Math.abs(x).
 const gapCell = (g: GapFigure | null) =>
   g ? `${signed(g.perStep)} (${signed(g.perTask)} ± ${g.half.toFixed(3)}; ${g.positive}/${g.tasks})` : 'n/a'
 
+interface FollowLine {
+  label: string
+  numbered: boolean
+  steps: number
+  byOffset: Record<'-1' | '0' | '1', { edits: number; shift: number; probEdited: number; probOwn: number }>
+  followRate: number
+  expertTop: number
+}
+
+const jsonLines = <T>(path: string): T[] =>
+  existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as T)
+    : []
+
+/** bench/skill-follow.mts's lines: does a checkpoint follow an edit of its skill's move at the current step? */
+function followTable(path: string): string[] {
+  const lines = jsonLines<FollowLine>(path)
+  if (lines.length === 0) return []
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`
+  const cell = (o: FollowLine['byOffset']['0']) => `${signed(o.shift)} (${pct(o.probOwn)} → ${pct(o.probEdited)})`
+  return [
+    'Why the gap is small: `node --import tsx bench/skill-follow.mts --label <design> --checkpoint <folder>` (the',
+    "folder `--keep` wrote). At step k of the expert's episode the own skill's move at position j is edited to another",
+    'action b; the cells give how far log p(b) moves, in nats per response, and p(b) under the own skill → under the',
+    'edit. A policy that reads move k moves toward b at j = k and not at j = k ± 1. Follow rate: how often b becomes',
+    "the most likely of the four moves under the edit at k; the last column: how often the expert's move is the most",
+    'likely under the own skill.',
+    '',
+    '| design | steps | edit at k−1 | edit at k | edit at k+1 | follow rate | expert’s move on top |',
+    '|---|---|---|---|---|---|---|',
+    ...lines.map(
+      (f) =>
+        `| ${f.label} | ${f.steps} | ${cell(f.byOffset['-1'])} | ${cell(f.byOffset['0'])} | ${cell(f.byOffset['1'])} | ` +
+        `${pct(f.followRate)} | ${pct(f.expertTop)} |`,
+    ),
+    '',
+  ]
+}
+
 export function premiseSection(linesPath: string): string {
-  if (!existsSync(linesPath)) return ''
-  const lines = readFileSync(linesPath, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as DesignLine)
+  const lines = jsonLines<DesignLine>(linesPath)
   if (lines.length === 0) return ''
   const rows = lines.map((d) => {
     const g = d.skillGap.gaps
@@ -65,5 +104,6 @@ export function premiseSection(linesPath: string): string {
     '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
+    ...followTable(join(dirname(linesPath), 'skill-follow.jsonl')),
   ].join('\n')
 }

@@ -57,12 +57,14 @@ export interface SkillGapResult {
   seconds: number
 }
 
-interface ExpertStep {
+export interface ExpertStep {
   prompt: string
+  /** The expert's move, and its whole response (with its thought when the input asks for it). */
+  action: string
   response: string
 }
 
-interface ExpertEpisode {
+export interface ExpertEpisode {
   steps: ExpertStep[]
   skill: string
   rule: string | undefined
@@ -71,8 +73,8 @@ interface ExpertEpisode {
 const KINDS = ['none', 'own', 'other', 'ownRule', 'otherRule'] as const
 type Kind = (typeof KINDS)[number]
 
-/** The expert's episodes of the tasks, with each won one's oracle skill. */
-async function expertEpisodes(input: SkillGapInput): Promise<ExpertEpisode[]> {
+/** The expert's won episodes of the tasks, with each one's oracle skill (lost ones are left out). */
+export async function expertEpisodes(input: SkillGapInput): Promise<ExpertEpisode[]> {
   const env = environmentOf(input.env)
   const out: ExpertEpisode[] = []
   for (let i = 0; i < input.tasks; i++) {
@@ -83,7 +85,11 @@ async function expertEpisodes(input: SkillGapInput): Promise<ExpertEpisode[]> {
         const prompt = stepPromptText(await episode.prompt({ compact: input.prompt.compact }), input.prompt)
         const move = await episode.expert()
         if (!move) throw new Error(`${env.name} has no expert: the premise check scores the expert's responses`)
-        steps.push({ prompt, response: env.formatResponse(move.action, input.thoughts ? move.thought : '') })
+        steps.push({
+          prompt,
+          action: move.action,
+          response: env.formatResponse(move.action, input.thoughts ? move.thought : ''),
+        })
         await episode.step(env.formatResponse(move.action))
       }
       const trajectory = await episode.trajectory()

@@ -62,6 +62,11 @@ export async function checkRemoteEnvironment(
       throw new CorePhaseError(`the environment server ${spec.baseUrl} cannot be used: ${error.message}`)
     throw error
   }
+  if ((config.warmstart?.skillBlind ?? 0) > 0 && !spec.prompt)
+    throw new CorePhaseError(
+      `warmstart.skillBlind shows prompts without their observation, which the run renders itself: give env.prompt ` +
+        `(the server ${spec.baseUrl} would render its own prompts with /prompt)`,
+    )
   const missing = [...routesNeeded(config)].filter(([route]) => !info.routes.includes(route))
   if (missing.length > 0)
     throw new CorePhaseError(

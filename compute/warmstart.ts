@@ -159,6 +159,8 @@ async function demoEpisode(
   prompt: PromptSettings,
   rng: ReturnType<typeof mulberry32>,
   withSkill: boolean,
+  /** `warmstart.skillBlind`'s draw for a skill step (its own random stream): also show this step blind. */
+  blind: () => boolean,
 ): Promise<{ demos: Demo[]; texts: string[]; analysis: AnalyzerDemo }> {
   const task = env.task('train', seed)
   const texts: string[] = []
@@ -176,6 +178,10 @@ async function demoEpisode(
         detour ?? (!withSkill && rng.next() < settings.labelNoise ? await episode.randomAction(rng) : move.action)
       const thought = settings.expertThoughts && !detour ? move.thought : ''
       demos.push({ prompt: text, action: label, ...(thought ? { thought } : {}) })
+      if (withSkill && blind()) {
+        const unseen = stepPromptText(await episode.prompt({ compact: prompt.compact, blind: true }), prompt)
+        demos.push({ prompt: unseen, action: label })
+      }
       const executed =
         detour ?? (!withSkill && rng.next() < settings.mistakeRate ? await episode.randomAction(rng) : move.action)
       await episode.step(env.formatResponse(executed))
@@ -268,6 +274,9 @@ export async function demonstrations(
     }
   }
   const rng = mulberry32(mixSeed(seed, 0x5741))
+  // a stream of its own, so that absent or 0 leaves every other draw as it was
+  const blindRng = mulberry32(mixSeed(seed, 0x424c))
+  const blind = () => (ws.skillBlind ?? 0) > 0 && blindRng.next() < (ws.skillBlind ?? 0)
   const plain: Demo[] = []
   const skilled: Demo[] = []
   const analyses: AnalyzerDemo[] = []
@@ -277,7 +286,7 @@ export async function demonstrations(
     // with detours a skill task is played twice from its first state: two skills that demand different moves
     const plays = withSkill && (ws.skillDetours ?? 0) > 0 ? 2 : 1
     for (let play = 0; play < plays; play++) {
-      const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill)
+      const episode = await demoEpisode(env, mixSeed(seed, i) % 2 ** 16, ws, prompt, rng, withSkill, blind)
       ;(withSkill ? skilled : plain).push(...episode.demos)
       analyses.push(episode.analysis)
       corpus.push(...episode.texts)

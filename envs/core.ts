@@ -148,11 +148,11 @@ class SpecEpisode<T, S> implements Episode {
 
   prompt(options: PromptOptions = {}): string {
     const compact = options.compact ?? false
-    const window = compact ? Math.min(1, this.spec.historyLength) : this.spec.historyLength
+    const window = options.blind ? 0 : compact ? Math.min(1, this.spec.historyLength) : this.spec.historyLength
     return this.spec.render({
       taskText: this.taskText,
       state: this.state,
-      observation: this.obs,
+      observation: options.blind ? '' : this.obs,
       history: window > 0 ? this.history.slice(-window) : [],
       stepCount: this.steps.length,
       admissible: this.admissible(),

@@ -62,6 +62,11 @@ export interface StepResult {
 export interface PromptOptions {
   /** Shorter instructions and a history window of at most one step, for small context windows. */
   compact?: boolean
+  /**
+   * The prompt without what the episode shows (no observation, no history): only the instruction and the step
+   * line. For the warm-start's skill-only pairs (`warmstart.skillBlind`), where the skill alone says the move.
+   */
+  blind?: boolean
 }
 
 /** One running episode. `step` takes the model's full output; it never throws on unusable output. */

@@ -114,6 +114,11 @@ const Warmstart = z.strictObject({
    * actions, and the only way to fit them is to read the skill. Absent or 0: the expert's own solution, once.
    */
   skillDetours: probability().optional(),
+  /**
+   * Share of skill-reading steps also shown blind: the same skill and label, the prompt without its observation
+   * and history (envs PromptOptions.blind), so that only the skill says the move (issue 46). Absent or 0: none.
+   */
+  skillBlind: probability().optional(),
   steps: positiveInt(),
   batchSize: positiveInt(),
   lr: lr(),

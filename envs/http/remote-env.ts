@@ -6,7 +6,16 @@
 import { renderHistory } from '../core.ts'
 import type { ExpertMove, PlayedEnv, PlayedEpisode } from '../played.ts'
 import { pick, type Rng } from '../rng.ts'
-import type { EpisodeInfo, OracleAnalysis, Split, StepRecord, StepResult, TaskRef, Trajectory } from '../types.ts'
+import type {
+  EpisodeInfo,
+  OracleAnalysis,
+  PromptOptions,
+  Split,
+  StepRecord,
+  StepResult,
+  TaskRef,
+  Trajectory,
+} from '../types.ts'
 import { EnvHttpError, type HttpEnvClient, type ServerInfo } from './client.ts'
 
 export interface RemoteEnvOptions {
@@ -162,10 +171,21 @@ export class RemoteEpisode implements PlayedEpisode {
     return this.#steps.length
   }
 
-  async prompt(options: { compact?: boolean } = {}): Promise<string> {
+  async prompt(options: PromptOptions = {}): Promise<string> {
     const compact = options.compact ?? false
-    if (!this.settings.prompt) return this.client.prompt(this.id, compact)
-    const window = compact ? Math.min(1, this.settings.prompt.historyLength) : this.settings.prompt.historyLength
+    if (!this.settings.prompt) {
+      if (options.blind)
+        throw new Error(
+          `${this.settings.name}: a prompt without its observation (warmstart.skillBlind) needs the run's own prompt ` +
+            'settings (env.prompt); the server renders its prompts (/prompt)',
+        )
+      return this.client.prompt(this.id, compact)
+    }
+    const window = options.blind
+      ? 0
+      : compact
+        ? Math.min(1, this.settings.prompt.historyLength)
+        : this.settings.prompt.historyLength
     // a server without /available_actions shows none; any other failure fails the episode, as a step's would
     const actions = await this.client.availableActions(this.id).catch((error: unknown) => {
       if (error instanceof EnvHttpError && error.kind === 'not-found' && /no route|not found/i.test(error.message))
@@ -176,7 +196,7 @@ export class RemoteEpisode implements PlayedEpisode {
       this.settings.prompt.instruction,
       window > 0 ? this.#history.slice(-window) : [],
       this.#steps.length,
-      this.#observation,
+      options.blind ? '' : this.#observation,
       actions,
     )
   }

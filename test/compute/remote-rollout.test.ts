@@ -268,5 +268,13 @@ describe('a run on an environment server', () => {
       version: 'test-1',
       routes: ['prompt', 'trajectory', 'expert_action', 'oracle'],
     })
+    // skill steps shown blind are rendered by the run: a server that renders its own prompts is refused
+    const blind = { ...config, warmstart: { ...config.warmstart!, skillBlind: 0.5 } }
+    await assert.rejects(
+      checkRemoteEnvironment(httpEnv(served.url), blind),
+      /warmstart\.skillBlind .* give env\.prompt/,
+    )
+    const rendered = httpEnv(served.url, { prompt: { instruction: 'Push the box X onto O.', historyLength: 1 } })
+    assert.equal((await checkRemoteEnvironment(rendered, blind)).kind, 'http')
   })
 })

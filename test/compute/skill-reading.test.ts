@@ -41,9 +41,36 @@ describe('warmstart.skillDetours: skill-reading demonstrations whose skill, not 
 
   it('absent and 0 are the same demonstrations as before the switch', async () => {
     const before = await demonstrations(config.env, ws, config.prompt, 7)
-    const zero = await demonstrations(config.env, { ...ws, skillDetours: 0 }, config.prompt, 7)
+    const zero = await demonstrations(config.env, { ...ws, skillDetours: 0, skillBlind: 0 }, config.prompt, 7)
     assert.deepEqual(zero, before)
     for (const demo of before.skilled) assert.ok(demo.block?.includes('here the moves were'))
+  })
+
+  it('skillBlind adds skill steps shown without their observation, labelled with the move the skill lists', async () => {
+    const settings = { ...ws, skillDetours: 0.4 }
+    const seen = await demonstrations(config.env, settings, config.prompt, 7)
+    const d = await demonstrations(config.env, { ...settings, skillBlind: 0.5 }, config.prompt, 7)
+    const isBlind = (prompt: string) => !/[#√]/.test(prompt)
+    assert.ok(
+      seen.skilled.every((x) => !isBlind(x.prompt)),
+      'every seen prompt shows its room',
+    )
+    // the same episodes with some steps repeated blind: removing them gives the demonstrations without the switch
+    const blind = d.skilled.filter((x) => isBlind(x.prompt))
+    assert.ok(blind.length > 0.3 * seen.skilled.length && blind.length < 0.7 * seen.skilled.length, `${blind.length}`)
+    assert.deepEqual(
+      d.skilled.filter((x) => !isBlind(x.prompt)),
+      seen.skilled,
+    )
+    assert.deepEqual(d.plain, seen.plain)
+    // each blind step follows its seen step, with its label: the move at that step of the skill
+    d.skilled.forEach((x, i) => {
+      if (!isBlind(x.prompt)) return
+      const step = Number(/Step (\d+)/.exec(x.prompt)?.[1])
+      assert.equal(x.action, d.skilled[i - 1]?.action)
+      assert.equal(x.action, moves(x.block ?? '')[step - 1], 'the label is the skill’s move at the prompt’s step')
+      assert.ok(!x.prompt.includes('Last:') && !x.prompt.includes('last action'), 'no history either')
+    })
   })
 })
 

@@ -276,7 +276,8 @@ export async function demonstrations(
   const rng = mulberry32(mixSeed(seed, 0x5741))
   // a stream of its own, so that absent or 0 leaves every other draw as it was
   const blindRng = mulberry32(mixSeed(seed, 0x424c))
-  const blind = () => (ws.skillBlind ?? 0) > 0 && blindRng.next() < (ws.skillBlind ?? 0)
+  const blindShare = ws.skillBlind ?? 0
+  const blind = () => blindRng.next() < blindShare
   const plain: Demo[] = []
   const skilled: Demo[] = []
   const analyses: AnalyzerDemo[] = []

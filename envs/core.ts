@@ -148,7 +148,7 @@ class SpecEpisode<T, S> implements Episode {
 
   prompt(options: PromptOptions = {}): string {
     const compact = options.compact ?? false
-    const window = options.blind ? 0 : compact ? Math.min(1, this.spec.historyLength) : this.spec.historyLength
+    const window = historyWindow(options, this.spec.historyLength)
     return this.spec.render({
       taskText: this.taskText,
       state: this.state,
@@ -299,6 +299,15 @@ export function formatThinkAction(action: string, thought = ''): string {
 }
 
 // ---- prompt helpers ----
+
+/**
+ * How many past (observation, action) pairs a step prompt shows: the environment's history length, at most one when
+ * compact, none when blind (the prompt shows nothing of the episode).
+ */
+export function historyWindow(options: PromptOptions, historyLength: number): number {
+  if (options.blind) return 0
+  return options.compact ? Math.min(1, historyLength) : historyLength
+}
 
 /** verl-agent's history lines: `[Observation k: '…', Action k: '…']`, k counted from the episode start. */
 export function renderHistory(history: HistoryEntry[], stepCount: number): string {

@@ -3,7 +3,7 @@
 // itself (`GET /info`, asked once) names the optional routes it has: seedflow's /prompt and /trajectory, the
 // expert (/expert_action) and the oracle (/oracle). Without /prompt the step prompt is rendered here from the
 // observations (the run's `prompt.instruction`); without /trajectory the episode's record is the one kept here.
-import { renderHistory } from '../core.ts'
+import { historyWindow, renderHistory } from '../core.ts'
 import type { ExpertMove, PlayedEnv, PlayedEpisode } from '../played.ts'
 import { pick, type Rng } from '../rng.ts'
 import type {
@@ -181,11 +181,7 @@ export class RemoteEpisode implements PlayedEpisode {
         )
       return this.client.prompt(this.id, compact)
     }
-    const window = options.blind
-      ? 0
-      : compact
-        ? Math.min(1, this.settings.prompt.historyLength)
-        : this.settings.prompt.historyLength
+    const window = historyWindow(options, this.settings.prompt.historyLength)
     // a server without /available_actions shows none; any other failure fails the episode, as a step's would
     const actions = await this.client.availableActions(this.id).catch((error: unknown) => {
       if (error instanceof EnvHttpError && error.kind === 'not-found' && /no route|not found/i.test(error.message))

@@ -34,6 +34,8 @@ export interface LegDiagnostics {
   controlExpert: number | null
   controlOther: number | null
   controlAbove: number
+  /** Iterations whose control gap on the expert's actions is above 0: the premise's sign (docs/benchmarks.md §3.8). */
+  controlPositive: number
   withControlGaps: number
   gateMin: number | null
   gateMax: number | null
@@ -87,6 +89,7 @@ export function legDiagnostics(env: string, row: string, seed: string, leg: LegF
     controlExpert: mean(control.map(([e]) => e)),
     controlOther: mean(control.map(([, o]) => o)),
     controlAbove: control.filter(([e, o]) => e > o).length,
+    controlPositive: control.filter(([e]) => e > 0).length,
     withControlGaps: control.length,
     gateMin: gate.length ? Math.min(...gate) : null,
     gateMax: gate.length ? Math.max(...gate) : null,
@@ -122,9 +125,10 @@ export function diagnosticsSection(legs: readonly LegDiagnostics[]): string {
     "log π_old) on steps that took the expert's action is above its gap on other steps; compare a row's count with",
     "`seed-oracle`'s (correct skills) of the same seed. **Signal strength**: the OPD gate mean (0.5: the teacher agrees",
     'with the student) and the median of λ_opd·|L_opd| / |L_pg|, the distillation term beside the policy gradient.',
-    'With the control gate (`stage2.opdGate: control`), the control gap log π_teacher − log π_control per response,',
-    "averaged over iterations, on the expert's actions / on other actions, and in how many iterations the first is",
-    'above: what the skill says about the task beyond what any skill block does. Which limit these figures show:',
+    'With the control gate (`stage2.opdGate: control`) or `stage2.controlGap`, the control gap log π_teacher − log π_control per response,',
+    "averaged over iterations, on the expert's actions / on other actions, in how many iterations the first is above",
+    "the second and in how many it is above 0 (the premise's sign): what the skill says about the task beyond what any",
+    'skill block does. Which limit these figures show:',
     'docs/benchmarks.md §3.4 (the rows) and docs/benchmarks.md §3.6 (the control gate).',
     '',
     '| env | row | seed | iterations | parse rate first → last third | expert gap above other | gate mean | λ·L_opd / \\|L_pg\\| | control gap expert / other |',
@@ -137,7 +141,7 @@ export function diagnosticsSection(legs: readonly LegDiagnostics[]): string {
     const control =
       d.withControlGaps === 0
         ? '–'
-        : `${f2(d.controlExpert)} / ${f2(d.controlOther)} (${d.controlAbove} of ${d.withControlGaps})`
+        : `${f2(d.controlExpert)} / ${f2(d.controlOther)} (${d.controlAbove} of ${d.withControlGaps} above; ${d.controlPositive} of ${d.withControlGaps} > 0)`
     lines.push(
       `| ${d.env} | ${d.row} | ${d.seed} | ${d.iterations} | ${parse} | ${gaps} | ${gate} | ${d.opdShare === null ? '–' : d.opdShare.toExponential(1)} | ${control} |`,
     )

@@ -128,6 +128,11 @@ const args = parseArgs({
      */
     'start-set': { type: 'string', multiple: true, default: [] },
     /**
+     * Score the control prompt in every leg that has a teacher (`stage2.controlGap`, a diagnostic that changes no
+     * update, so not in the row key): the control gap per iteration, for the premise's sign (docs/benchmarks.md §3.8).
+     */
+    'control-gap': { type: 'boolean', default: false },
+    /**
      * Evaluate on these splits only (a comma list, the environment's first named split carrying the learning curve),
      * e.g. `validation` for a hyperparameter sweep that must not see test tasks; default every benchmark split.
      */
@@ -273,6 +278,7 @@ function config(
   const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
   const stage2: Record<string, unknown> = { ...c.stage2, iterations }
   if (iterations > 0) for (const o of overrides) setPath(stage2, o.path, o.value, `stage2.${o.path.join('.')}`)
+  if (iterations > 0 && args['control-gap']) stage2.controlGap = true
   const [curve, ...more] = splitsOf(env)
   const tasks = evalTasks(env)
   const evaluation = {

@@ -8,7 +8,7 @@ import { mixSeed, mulberry32 } from '../envs/rng.ts'
 import type { TaskRef } from '../envs/types.ts'
 import type { AlgorithmName, AlgorithmRow } from '../seed/algorithms.ts'
 import { ALGORITHMS } from '../seed/algorithms.ts'
-import type { RunEnvSpec } from '../seed/config.ts'
+import type { RunConfig, RunEnvSpec } from '../seed/config.ts'
 import type { LossTerms } from '../seed/losses.ts'
 import { episodeSkillBlock, hindsightBlock } from '../seed/skill-context.ts'
 import { environmentOf } from './environment.ts'
@@ -166,6 +166,10 @@ export async function teacherBlocks(
   }
   return blocks
 }
+
+/** Whether the rescore scores the control prompt: for the `control` gate, or as a diagnostic (`stage2.controlGap`). */
+export const scoresControl = (s: { opdGate: RunConfig['stage2']['opdGate']; controlGap?: boolean | undefined }) =>
+  s.opdGate === 'control' || s.controlGap === true
 
 /**
  * The control block of every taught trajectory (indexed by trajectory id) for the `control` OPD gate: the taught

@@ -254,6 +254,12 @@ export const Stage2Schema = z.strictObject({
    * task's skill block, so the gate measures what this skill adds over any skill (docs/algorithm.md §6.3).
    */
   opdGate: z.enum(OPD_GATES).default('student'),
+  /**
+   * A diagnostic: score every teacher sample under another task's block too (the control prompt, as the `control`
+   * gate does) and record the control gap log π_teacher − log π_control, whatever the gate. It changes no update
+   * (the `student` gate never reads it) and costs one more scoring pass of the teacher samples. Absent: off.
+   */
+  controlGap: z.boolean().optional(),
   advantageMode: z.enum(['mean', 'meanStd']),
   /** `steps`: the code's pooled step statistics (unbiased std); `trajectories`: the paper's (population std). */
   advantageStatistics: z.enum(['steps', 'trajectories']),

@@ -1,9 +1,9 @@
 // Rescore: every step sample of the iteration scored under π_old, the KL reference and, where the row
 // distills, the teacher (π_k reading the block the plan gives each trajectory: compute/plan.ts) and, with
-// the `control` OPD gate, π_k reading another task's block.
+// the `control` OPD gate (or the `controlGap` diagnostic), π_k reading another task's block.
 
 import { type RolloutTrajectory, rescore, type SideMeans, type SkillRecord } from '../../compute/index.ts'
-import { controlBlocks, iterationPlan, libraryUse, teacherBlocks } from '../../compute/plan.ts'
+import { controlBlocks, iterationPlan, libraryUse, scoresControl, teacherBlocks } from '../../compute/plan.ts'
 import { stepBudget } from '../../compute/prompts.ts'
 import type { RescoreInput } from '../../records/contracts.ts'
 import { fatal } from '../../records/failures.ts'
@@ -23,6 +23,7 @@ const needs = (c: RunConfig) => ({
     groupSize: c.stage2.groupSize,
     temperature: c.stage2.temperature,
     opdGate: c.stage2.opdGate,
+    controlGap: c.stage2.controlGap,
   },
 })
 
@@ -110,7 +111,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
           analysis,
           ...(library ? { library: library.skills } : {}),
         })
-        const controls = blocks && c.stage2.opdGate === 'control' ? controlBlocks(blocks, trajectories) : undefined
+        const controls = blocks && scoresControl(c.stage2) ? controlBlocks(blocks, trajectories) : undefined
         const acting = await read.policy(snap.acting, { resident: true })
         const { policy } = acting
         const held =

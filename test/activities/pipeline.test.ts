@@ -157,6 +157,29 @@ describe('pipeline activities on the filesystem store', () => {
     assert.deepEqual(again.manifest, recorded.manifest)
   })
 
+  it('rescore: the controlGap diagnostic scores the control prompt under the student gate and changes no update', async () => {
+    const iterate = async (runId: string, controlGap: boolean) => {
+      const c = microConfig('seed-oracle')
+      const config = { ...c, stage2: { ...c.stage2, ...(controlGap ? { controlGap } : {}) } }
+      const { run: r } = await acts.planRun({ runId, config })
+      const sft = (await acts.stage1({ run: r, base: (await acts.prepare({ run: r })).checkpoint })).checkpoint
+      const snapshot = await acts.snapshot({ run: r, iteration: 0, acting: sft, reference: sft, analyzer: null })
+      const rollouts = [(await acts.rollout({ run: r, iteration: 0, shard: 0, snapshot })).outputs.rollouts!]
+      const scored = await acts.rescore({ run: r, iteration: 0, snapshot, rollouts, skills: [] })
+      const next = await acts.update({ run: r, iteration: 0, snapshot, rollouts, rescore: scored.outputs.rescore! })
+      return { scored: scored.stats, update: next.stats }
+    }
+    const plain = await iterate('oracle-plain', false)
+    const measured = await iterate('oracle-control-gap', true)
+    assert.equal(plain.scored.controlGapExpertSamples, undefined, 'no control prompt without the diagnostic')
+    const controlled = (measured.scored.controlGapExpertSamples ?? 0) + (measured.scored.controlGapOtherSamples ?? 0)
+    assert.ok(controlled > 0, `control gap over ${controlled} samples`)
+    assert.ok(Number.isFinite(measured.scored.controlGapExpert) && Number.isFinite(measured.scored.controlGapOther))
+    const { seconds: _a, ...plainUpdate } = plain.update
+    const { seconds: _b, ...measuredUpdate } = measured.update
+    assert.deepEqual(measuredUpdate, plainUpdate, 'the student gate never reads the control log-probs')
+  })
+
   it('prepare: a missing model folder fails for good, naming the path', async () => {
     const folder = join(root, 'no-such-model')
     const { run: r } = await acts.planRun({ runId: 'missing-folder', config: microImportedConfig('grpo', folder) })

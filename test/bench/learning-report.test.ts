@@ -201,9 +201,11 @@ describe('learning diagnostics per leg', () => {
     const d = legDiagnostics('sokoban', 'seed[stage2.opdGate=control]', '1', {
       iterations: [control(0.1, -0.3), control(-0.2, 0.1), { metrics: {} }],
     })
-    assert.deepEqual([d.controlAbove, d.withControlGaps], [1, 2])
+    assert.deepEqual([d.controlAbove, d.controlPositive, d.withControlGaps], [1, 1, 2])
     assert.ok(Math.abs((d.controlExpert ?? 0) + 0.05) < 1e-12 && Math.abs((d.controlOther ?? 0) + 0.1) < 1e-12)
-    assert.match(diagnosticsSection([d]), /\| -0\.05 \/ -0\.10 \(1 of 2\) \|\n$/)
+    assert.match(diagnosticsSection([d]), /\| -0\.05 \/ -0\.10 \(1 of 2 above; 1 of 2 > 0\) \|\n$/)
+    const positive = legDiagnostics('sokoban', 'seed-oracle', '1', { iterations: [control(0.2, 0.3), control(0.1, 0)] })
+    assert.deepEqual([positive.controlAbove, positive.controlPositive], [1, 2])
   })
 
   it('leaves out what a row does not record (no analyzer, no teacher)', () => {

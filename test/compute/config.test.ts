@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { scoresControl } from '../../compute/plan.ts'
 import { ENV_NAMES, ENVS } from '../../envs/index.ts'
 import { ENV_STEP_CAPS, parseRunConfig, RUN_ENV_NAMES, RunConfigError, runConfig } from '../../seed/config.ts'
 import { cpuSokobanPreset } from '../../seed/presets/cpu.ts'
@@ -47,6 +48,15 @@ describe('run config', () => {
     assert.equal(runConfig(cpuSokobanPreset()).stage2.opdGate, 'student')
     const c = cpuSokobanPreset()
     assert.equal(runConfig({ ...c, stage2: { ...c.stage2, opdGate: 'control' } }).stage2.opdGate, 'control')
+  })
+
+  it('keeps the controlGap diagnostic absent unless asked, so the config hash of a run without it is unchanged', () => {
+    const c = cpuSokobanPreset()
+    assert.equal('controlGap' in runConfig(c).stage2, false)
+    assert.equal(runConfig({ ...c, stage2: { ...c.stage2, controlGap: true } }).stage2.controlGap, true)
+    assert.equal(scoresControl(runConfig(c).stage2), false)
+    assert.equal(scoresControl({ opdGate: 'student', controlGap: true }), true)
+    assert.equal(scoresControl({ opdGate: 'control' }), true)
   })
 
   it('checks fields against each other: step caps, context, warm-start required for the built-in model', () => {

@@ -1,6 +1,6 @@
 // The premise check's section of learning.md (issue 46, docs/benchmarks.md §3.8): one row per design measured by
 // bench/skill-reading.mts (its lines in bench/results/skill-reading.jsonl), the bar beside each figure.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { GapFigure, SkillGapResult } from '../compute/skill-gap.ts'
 
@@ -65,6 +65,47 @@ function followTable(path: string): string[] {
   ]
 }
 
+/** `seedflow eval --skill-gap --out` of a benchmark start (cli/eval-command.ts SkillGapReport, the fields read here). */
+interface StartGap {
+  checkpoint: unknown
+  split: string
+  seeds: { from: number; to: number }
+  result: SkillGapResult
+}
+
+/**
+ * The premise at the learning benchmark's starts: one `seedflow eval --run <start> --iteration <base|stage1>
+ * --skill-gap --out <dir>/<run>-<iteration>.json` per file in `dir` (the contrastive start's base and Stage 1 of
+ * each seed, docs/benchmarks.md §3.8), the bar beside each.
+ */
+function startsTable(dir: string): string[] {
+  if (!existsSync(dir)) return []
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+  if (files.length === 0) return []
+  const rows = files.map((f) => {
+    const r = JSON.parse(readFileSync(join(dir, f), 'utf8')) as StartGap
+    const g = r.result.gaps
+    const met = g.ownVsOther.perStep >= PREMISE_BAR_NATS ? 'met' : 'missed'
+    return (
+      `| ${f.replace(/\.json$/, '')} | ${r.split} ${r.seeds.from}–${r.seeds.to - 1} (${r.result.won} won, ${r.result.steps} steps) | ` +
+      `${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${met} |`
+    )
+  })
+  return [
+    "At the learning benchmark's starts (`npm run bench:learning -- --prefix cs …`, the contrastive start:",
+    '`skillBlind 0.5`, `skillDetours 0.3`, 720 steps, `bench/results/learning-contrastive.md`), each checked by',
+    '`seedflow eval --run <start run> --iteration <base|stage1> --skill-gap --split validation --seeds 0:200 --out',
+    `${dir}/<run>-<iteration>.json\`:`,
+    '',
+    '| start, checkpoint | tasks | own − another | own − none | own rule − none | bar |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ]
+}
+
 export function premiseSection(linesPath: string): string {
   const lines = jsonLines<DesignLine>(linesPath)
   if (lines.length === 0) return ''
@@ -105,5 +146,6 @@ export function premiseSection(linesPath: string): string {
     ...rows,
     '',
     ...followTable(join(dirname(linesPath), 'skill-follow.jsonl')),
+    ...startsTable(join(dirname(linesPath), 'premise-starts')),
   ].join('\n')
 }

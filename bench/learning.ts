@@ -24,6 +24,9 @@
 // A hyperparameter sweep evaluates on validation only, under its own run ids and results file:
 //   npm run bench:learning -- --rows seed --set stage2.opdCoef=1 --splits validation --prefix sweep \
 //     --out bench/results/learning-sweep.json --runs bench/results/learning-sweep-runs --commit
+// Other starts (issue 46): `--start-set warmstart.<field>=<v>` makes other bases (own --prefix and --out),
+// `--stage1-set stage1.<field>=<v>` another Stage 1 of the same base (its run id and its rows' name the settings),
+// `--control-gap` records the control gap in every leg with a teacher (docs/benchmarks.md §3.8).
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
@@ -127,6 +130,11 @@ const args = parseArgs({
      * own `--prefix`.
      */
     'start-set': { type: 'string', multiple: true, default: [] },
+    /**
+     * Stage 1 overrides, e.g. `stage1.lr=0.0003`, of the Stage 1 start and of the rows that start from it (not of the
+     * base, so a seed's base is shared): they make another Stage 1 start, whose run id (and its rows') names them.
+     */
+    'stage1-set': { type: 'string', multiple: true, default: [] },
     /**
      * Score the control prompt in every leg that has a teacher (`stage2.controlGap`, a diagnostic that changes no
      * update, so not in the row key): the control gap per iteration, for the premise's sign (docs/benchmarks.md §3.8).
@@ -244,6 +252,19 @@ const startOverrides = Object.fromEntries(
 )
 if (Object.keys(startOverrides).length > 0 && (args.prefix === 'lb' || args.out === 'bench/results/learning.json'))
   throw new Error('--start-set makes other starts: give them their own --prefix and --out')
+/** `--stage1-set stage1.<field>=<JSON scalar>`: the Stage 1 settings of the Stage 1 start and the rows from it. */
+const stage1Set = [...(args['stage1-set'] ?? [])].sort()
+const stage1Overrides = Object.fromEntries(
+  stage1Set.map((s) => {
+    const match = /^stage1\.([A-Za-z0-9]+)=(.+)$/.exec(s)
+    if (!match) throw new Error(`--stage1-set ${s}: expected stage1.<field>=<value>`)
+    return [match[1] as string, JSON.parse(match[2] as string) as unknown]
+  }),
+)
+if (stage1Set.length > 0 && args.out === 'bench/results/learning.json')
+  throw new Error('--stage1-set makes other Stage 1 starts: give their rows their own --out')
+/** What names a run that reads Stage 1 when its settings are overridden (its run id's tail). */
+const stage1Tag: string[] = stage1Set.length ? [stage1Set.join(',')] : []
 /** The row's key in the results: its name, with the overrides it ran under (sorted, so the order given does not matter). */
 const rowKey = (row: string) => (args.set?.length ? `${row}[${[...args.set].sort().join(',')}]` : row)
 
@@ -272,7 +293,7 @@ function config(
   env: RunEnvName,
   row: AlgorithmName,
   seed: number,
-  stage: { iterations?: number; fork?: RunConfig['fork'] } = {},
+  stage: { iterations?: number; fork?: RunConfig['fork']; stage1?: boolean } = {},
 ): RunConfig {
   const c = cpuPreset(env, row)
   const iterations = stage.iterations ?? (args.iterations ? Number(args.iterations) : c.stage2.iterations)
@@ -290,10 +311,12 @@ function config(
     splits: more.map((split) => ({ split, tasks })),
   }
   const warmstart = c.warmstart ? { ...c.warmstart, ...startOverrides } : c.warmstart
+  const stage1 = stage.stage1 ? { ...c.stage1, ...stage1Overrides } : c.stage1
   const parsed = parseRunConfig({
     ...c,
     seed,
     warmstart,
+    stage1,
     stage2,
     evaluation,
     ...(stage.fork ? { fork: stage.fork } : {}),
@@ -371,6 +394,7 @@ function regenerateCommand(start: StartOf): string {
   const extra = [
     args.prefix !== 'lb' ? `--prefix ${args.prefix}` : '',
     ...(args['start-set'] ?? []).map((s) => `--start-set ${s}`),
+    ...(start.kind === 'stage1' ? stage1Set.map((s) => `--stage1-set ${s}`) : []),
     args['eval-tasks'] !== undefined ? `--eval-tasks ${args['eval-tasks']}` : '',
     args['curve-every'] !== '4' ? `--curve-every ${args['curve-every']}` : '',
     args.splits !== undefined ? `--splits ${args.splits}` : '',
@@ -585,17 +609,22 @@ async function makeStarts(): Promise<void> {
       const needsPi0 = args['regenerate-starts']
         ? startRuns.includes('stage1')
         : todo.some((row) => needsStage1(ALGORITHMS[row]) || needsLibrary(ALGORITHMS[row]))
-      const stage1Id = runId(env, `s${seed}`, 'stage1')
+      const stage1Id = runId(env, `s${seed}`, 'stage1', ...stage1Tag)
       let stage1Entries: LearningEntry[] = []
       if (needsPi0) {
         log(`${env} seed ${seed}: the Stage 1 run, forked from the base`)
         const fork = { run: baseId, at: 'base' as const }
-        const pi0 = await sharedStart(client, stage1Id, config(env, 'seed', seed, { iterations: 0, fork }), {
-          env,
-          seed,
-          kind: 'stage1',
-          forkedFrom: baseId,
-        })
+        const pi0 = await sharedStart(
+          client,
+          stage1Id,
+          config(env, 'seed', seed, { iterations: 0, fork, stage1: true }),
+          {
+            env,
+            seed,
+            kind: 'stage1',
+            forkedFrom: baseId,
+          },
+        )
         stage1Entries = (await entries(store, pi0, 'stage1', env)).filter((e) => e.checkpoint === 'stage1')
       }
       starts.set(`${env}/${seed}`, { base: baseEntries, stage1: stage1Entries })
@@ -615,12 +644,12 @@ async function runRows(): Promise<void> {
       const start = starts.get(`${env}/${seed}`)
       if (!start) throw new Error(`${env} seed ${seed}: its start was not made`)
       const baseId = runId(env, `s${seed}`, 'base')
-      const stage1Id = runId(env, `s${seed}`, 'stage1')
+      const stage1Id = runId(env, `s${seed}`, 'stage1', ...stage1Tag)
       for (const row of todo) {
         const fromStage1 = needsStage1(ALGORITHMS[row])
         const fork = fromStage1 ? { run: stage1Id, at: 'stage1' as const } : { run: baseId, at: 'base' as const }
-        const c = config(env, row, seed, { fork })
-        const id = runId(env, `s${seed}`, rowKey(row), `k${c.stage2.iterations}`)
+        const c = config(env, row, seed, { fork, stage1: fromStage1 })
+        const id = runId(env, `s${seed}`, rowKey(row), `k${c.stage2.iterations}`, ...(fromStage1 ? stage1Tag : []))
         log(
           `${env} seed ${seed}: ${rowKey(row)}, ${c.stage2.iterations} iterations from ${fromStage1 ? 'Stage 1' : 'the warm-start'}`,
         )

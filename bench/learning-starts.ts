@@ -56,6 +56,11 @@ export interface StartRecord extends StartReference {
   ortThreads: 1
   /** The command that regenerates it from scratch and checks it against this record. */
   regenerate: string
+  /**
+   * The results file whose rows start from it (`--out`); absent in records from before the field, whose rows are in
+   * bench/results/learning.json when the run id has the default prefix `lb-`.
+   */
+  results?: string
   /** Earlier references, newest first: a reference is replaced only by `--record-starts`, never silently. */
   history: StartReference[]
   /** Regenerations compared with a reference (on another machine, from a restored base …). */

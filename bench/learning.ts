@@ -470,6 +470,7 @@ async function sharedStart(client: Client, id: string, c: RunConfig, start: Star
       ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}),
       ortThreads: 1 as const,
       regenerate: regenerateCommand(start),
+      results: args.out,
       madeBy: found
         ? `found in ${store.location} (made by an earlier session, at threads this one cannot see), recorded ${new Date().toISOString().slice(0, 10)}`
         : madeBy(),

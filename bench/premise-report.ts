@@ -95,7 +95,7 @@ function startsTable(dir: string): string[] {
   })
   return [
     "At the learning benchmark's starts (`npm run bench:learning -- --prefix cs …`, the contrastive start:",
-    '`skillBlind 0.5`, `skillDetours 0.3`, 720 steps, `bench/results/learning-contrastive.md`), each checked by',
+    '`skillBlind 0.5`, `skillDetours 0.3`, 720 steps; its legs in learning-contrastive.md here), each checked by',
     '`seedflow eval --run <start run> --iteration <base|stage1> --skill-gap --split validation --seeds 0:200 --out',
     `${dir}/<run>-<iteration>.json\`:`,
     '',

@@ -242,25 +242,27 @@ const overrides = (args.set ?? []).map((s) => {
   if (typeof value === 'object' && value !== null) throw new Error(`--set ${s}: set an object's fields one by one`)
   return { path: (match[1] as string).split('.'), value }
 })
+/**
+ * `--<flag> <section>.<field>=<JSON scalar>` overrides of one config section's flat fields (`--start-set warmstart.…`,
+ * `--stage1-set stage1.…`), as `{ field: value }`.
+ */
+function sectionOverrides(flag: string, section: string, given: readonly string[]): Record<string, unknown> {
+  const pattern = new RegExp(`^${section}\\.([A-Za-z0-9]+)=(.+)$`)
+  return Object.fromEntries(
+    given.map((s) => {
+      const match = pattern.exec(s)
+      if (!match) throw new Error(`--${flag} ${s}: expected ${section}.<field>=<value>`)
+      return [match[1] as string, JSON.parse(match[2] as string) as unknown]
+    }),
+  )
+}
 /** `--start-set warmstart.<field>=<JSON scalar>`: the warm-start settings of every run, starts included. */
-const startOverrides = Object.fromEntries(
-  (args['start-set'] ?? []).map((s) => {
-    const match = /^warmstart\.([A-Za-z0-9]+)=(.+)$/.exec(s)
-    if (!match) throw new Error(`--start-set ${s}: expected warmstart.<field>=<value>`)
-    return [match[1] as string, JSON.parse(match[2] as string) as unknown]
-  }),
-)
+const startOverrides = sectionOverrides('start-set', 'warmstart', args['start-set'] ?? [])
 if (Object.keys(startOverrides).length > 0 && (args.prefix === 'lb' || args.out === 'bench/results/learning.json'))
   throw new Error('--start-set makes other starts: give them their own --prefix and --out')
 /** `--stage1-set stage1.<field>=<JSON scalar>`: the Stage 1 settings of the Stage 1 start and the rows from it. */
 const stage1Set = [...(args['stage1-set'] ?? [])].sort()
-const stage1Overrides = Object.fromEntries(
-  stage1Set.map((s) => {
-    const match = /^stage1\.([A-Za-z0-9]+)=(.+)$/.exec(s)
-    if (!match) throw new Error(`--stage1-set ${s}: expected stage1.<field>=<value>`)
-    return [match[1] as string, JSON.parse(match[2] as string) as unknown]
-  }),
-)
+const stage1Overrides = sectionOverrides('stage1-set', 'stage1', stage1Set)
 if (stage1Set.length > 0 && args.out === 'bench/results/learning.json')
   throw new Error('--stage1-set makes other Stage 1 starts: give their rows their own --out')
 /** What names a run that reads Stage 1 when its settings are overridden (its run id's tail). */

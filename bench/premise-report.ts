@@ -23,6 +23,9 @@ const signed = (x: number, digits = 3) => `${x >= 0 ? '+' : '−'}${Math.abs(x).
 const gapCell = (g: GapFigure | null) =>
   g ? `${signed(g.perStep)} (${signed(g.perTask)} ± ${g.half.toFixed(3)}; ${g.positive}/${g.tasks})` : 'n/a'
 
+/** Whether a premise figure (own − another task's skill) reaches the bar. */
+const barCell = (ownVsOther: GapFigure) => (ownVsOther.perStep >= PREMISE_BAR_NATS ? 'met' : 'missed')
+
 interface FollowLine {
   label: string
   numbered: boolean
@@ -87,10 +90,9 @@ function startsTable(dir: string): string[] {
   const rows = files.map((f) => {
     const r = JSON.parse(readFileSync(join(dir, f), 'utf8')) as StartGap
     const g = r.result.gaps
-    const met = g.ownVsOther.perStep >= PREMISE_BAR_NATS ? 'met' : 'missed'
     return (
       `| ${f.replace(/\.json$/, '')} | ${r.split} ${r.seeds.from}–${r.seeds.to - 1} (${r.result.won} won, ${r.result.steps} steps) | ` +
-      `${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${met} |`
+      `${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${barCell(g.ownVsOther)} |`
     )
   })
   return [
@@ -114,11 +116,10 @@ export function premiseSection(linesPath: string): string {
     const last = d.warmstart.checks.at(-1)
     const stopped = last ? `step ${last.step}` : '–'
     const success = d.validationSuccess.success === null ? '–' : (100 * d.validationSuccess.success).toFixed(1)
-    const met = g.ownVsOther.perStep >= PREMISE_BAR_NATS ? 'met' : 'missed'
     const settings = [...(d.numberedMoves ? ['numbered moves (probe)'] : []), ...(d.set ?? [])]
     return (
       `| ${d.label} | ${d.seed} | ${settings.join(', ') || 'preset'} | ${stopped}, ${Math.round(d.warmstart.seconds)} s | ` +
-      `${success} | ${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${met} |`
+      `${success} | ${gapCell(g.ownVsOther)} | ${gapCell(g.ownVsNone)} | ${gapCell(g.ruleVsNone)} | ${barCell(g.ownVsOther)} |`
     )
   })
   return [

@@ -183,30 +183,33 @@ describe('learning starts: the committed record', () => {
   })
 
   it('names the checkpoints that the committed results evaluated as their warm-start and Stage 1', () => {
-    // per results file, env, seed and kind: the model files of the recorded starts (a seed may have several Stage 1
-    // starts, `--stage1-set`, of which the rows use one)
-    const recorded = new Map<string, { start: StartRecord; sha: string | undefined }[]>()
+    // the recorded starts per results file, env, seed and kind (a seed may have several Stage 1 starts,
+    // `--stage1-set`, of which the rows use one)
+    const groups = new Map<string, { file: string; start: StartRecord; starts: StartRecord[] }>()
     for (const start of Object.values(record.starts)) {
-      const at = `${resultsFile(start)}|${start.env}|${start.seed}|${start.kind}`
-      const sha = start.checkpoints[start.kind === 'base' ? 'base' : 'sft']?.['model.safetensors']
-      recorded.set(at, [...(recorded.get(at) ?? []), { start, sha }])
+      const file = resultsFile(start)
+      if (!file || !existsSync(file)) continue
+      const at = JSON.stringify([file, start.env, start.seed, start.kind])
+      const group = groups.get(at) ?? { file, start, starts: [] }
+      group.starts.push(start)
+      groups.set(at, group)
     }
+    const modelOf = (s: StartRecord) => s.checkpoints[s.kind === 'base' ? 'base' : 'sft']?.['model.safetensors']
+    const results = new Map<string, LearningResults>()
     let checked = 0
-    for (const [at, starts] of recorded) {
-      const [file, env, seed, kind] = at.split('|') as [string, string, string, 'base' | 'stage1']
-      if (file === 'undefined' || !existsSync(file)) continue
-      const results = JSON.parse(readFileSync(file, 'utf8')) as LearningResults
-      const label = kind === 'base' ? 'warm-start' : 'stage1'
+    for (const { file, start, starts } of groups.values()) {
+      if (!results.has(file)) results.set(file, JSON.parse(readFileSync(file, 'utf8')) as LearningResults)
+      const label = start.kind === 'base' ? 'warm-start' : 'stage1'
       const evaluated = new Set<string>()
-      for (const bySeed of Object.values(results[env] ?? {})) {
-        for (const e of bySeed[seed] ?? [])
+      for (const bySeed of Object.values(results.get(file)?.[start.env] ?? {})) {
+        for (const e of bySeed[String(start.seed)] ?? [])
           if (e.checkpoint === label && e.checkpointSha256) evaluated.add(e.checkpointSha256)
       }
-      const known = new Set(starts.map((s) => s.sha))
+      const known = new Set(starts.map(modelOf))
       for (const sha of evaluated) {
         assert.ok(
           known.has(sha),
-          `${file} ${env} seed ${seed}: its ${label} ${sha} is none of ${starts.map((s) => s.start.runId)}`,
+          `${file} ${start.env} seed ${start.seed}: its ${label} ${sha} is none of ${starts.map((s) => s.runId)}`,
         )
         checked++
       }

@@ -24,6 +24,8 @@ export interface LegDiagnostics {
   /** Mean parse rate over the first and the last third of the iterations (null: no analyze phase). */
   parseFirst: number | null
   parseLast: number | null
+  /** The highest parse rate of any iteration (null: no analyze phase): 0 where no analyzer answer ever parsed. */
+  parseMax: number | null
   /** Iterations whose teacher gap on the expert's actions is above that on other actions, of those with both. */
   expertAbove: number
   withGaps: number
@@ -66,6 +68,7 @@ export function legDiagnostics(env: string, row: string, seed: string, leg: LegF
       const o = it.metrics[`rescore/${name}_gap_other`]
       return typeof e === 'number' && typeof o === 'number' ? [[e, o] as const] : []
     })
+  const parseRates = numbers(its, 'analyze/parse_rate')
   const gaps = sides('teacher').map(([e, o]) => e > o)
   const control = sides('control')
   const gate = numbers(its, 'update/opd_gate_mean')
@@ -84,6 +87,7 @@ export function legDiagnostics(env: string, row: string, seed: string, leg: LegF
     iterations: its.length,
     parseFirst: parse(its.slice(0, third)),
     parseLast: parse(its.slice(its.length - third)),
+    parseMax: parseRates.length ? Math.max(...parseRates) : null,
     expertAbove: gaps.filter(Boolean).length,
     withGaps: gaps.length,
     controlExpert: mean(control.map(([e]) => e)),

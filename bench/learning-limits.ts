@@ -29,6 +29,8 @@ export interface LimitsInput {
   distill: SeedDifference | null
   /** The environment's legs (every row; only the three above are read). */
   legs: readonly LegDiagnostics[]
+  /** Names the start the rows share where a report holds two sets of rows (e.g. `from the skill-reading start`). */
+  start?: string
 }
 
 const unpaired = (d: SeedDifference) =>
@@ -49,14 +51,19 @@ function expertAbove(legs: readonly LegDiagnostics[]): string {
 function erosion(legs: readonly LegDiagnostics[]): string {
   const read = legs.filter((d) => d.parseFirst !== null && d.parseLast !== null)
   if (read.length === 0) return 'no analyzer figures'
+  if (read.every((d) => d.parseMax === 0))
+    return `no analyzer answer parses (rate 0 in every iteration of ${read.length} legs: no self-written skill)`
   const falls = read.filter((d) => (d.parseLast as number) < (d.parseFirst as number)).length
   const first = mean(read.map((d) => d.parseFirst as number)) as number
   const last = mean(read.map((d) => d.parseLast as number)) as number
-  return `falls in ${falls} of ${read.length} legs (mean ${first.toFixed(2)} → ${last.toFixed(2)})`
+  return (
+    `the parse rate from the first to the last third of the iterations falls in ${falls} of ${read.length} legs` +
+    ` (mean ${first.toFixed(2)} → ${last.toFixed(2)})`
+  )
 }
 
 /** The markdown section for one environment ('' without an upper bound to read). */
-export function limitsSection({ env, split, average, upper, distill, legs }: LimitsInput): string {
+export function limitsSection({ env, split, average, upper, distill, legs, start }: LimitsInput): string {
   if (upper === null) return ''
   const of = (row: string) => legs.filter((d) => d.row === row)
   const [oracle, seed, off] = [of(UPPER_ROW), of(SEED_ROW), of(OPD_OFF_ROW)]
@@ -72,7 +79,7 @@ export function limitsSection({ env, split, average, upper, distill, legs }: Lim
           : '**skill quality**: correct skills gain, self-written ones do not'
   return [
     '',
-    `### Which limit: ${env} (${split}, ${average})`,
+    `### Which limit: ${env} (${split}, ${average})${start ? `, ${start}` : ''}`,
     '',
     `Rule: if \`${UPPER_ROW}\` − \`${OPD_OFF_ROW}\` has a 95% interval above 0, correct skills gain and the`,
     'self-written skills (their quality, or the analyzer writing them) are the gap; otherwise the signal is.',
@@ -91,8 +98,7 @@ export function limitsSection({ env, split, average, upper, distill, legs }: Lim
         [...oracle, ...seed].map((d) => d.opdShare),
         (x) => x.toExponential(1),
       )}`,
-    `- analyzer erosion: the parse rate from the first to the last third of the iterations ${erosion(seed)} under` +
-      ` \`${SEED_ROW}\`, ${erosion(off)} under \`${OPD_OFF_ROW}\``,
+    `- analyzer erosion: under \`${SEED_ROW}\`, ${erosion(seed)}; under \`${OPD_OFF_ROW}\`, ${erosion(off)}`,
     `- verdict: ${verdict}.`,
     '',
   ].join('\n')

@@ -2,8 +2,8 @@
 // interval over training seeds, per test split, and SEED − GRPO paired by seed) and a learning-curve plot (success
 // vs RL iterations, mean and 95% band over seeds), both written beside the results JSON. Rebuilt from the JSON
 // alone: `node --import tsx bench/learning-report.ts [bench/results/learning.json]`.
-import { readFileSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { vegaLiteSvg } from '../report/vega-svg.ts'
 import { diagnosticsSection, type LegDiagnostics, readLegDiagnostics } from './learning-diagnostics.ts'
@@ -212,7 +212,7 @@ export function learningTable(results: LearningResults): string {
 }
 
 /** Per environment with an upper-bound row: which limit its figures point to (bench/learning-limits.ts). */
-export function limits(results: LearningResults, diagnostics: readonly LegDiagnostics[]): string {
+export function limits(results: LearningResults, diagnostics: readonly LegDiagnostics[], start?: string): string {
   return Object.entries(results)
     .map(([env, rows]) => {
       const splits = testSplits(rows)
@@ -225,6 +225,7 @@ export function limits(results: LearningResults, diagnostics: readonly LegDiagno
         upper: pairedDifference(rows, UPPER_ROW, OPD_OFF_ROW, split, average),
         distill: pairedDifference(rows, SEED_ROW, OPD_OFF_ROW, split, average),
         legs: diagnostics.filter((d) => d.env === env),
+        ...(start ? { start } : {}),
       })
     })
     .join('')
@@ -293,25 +294,61 @@ export async function learningPlot(results: LearningResults): Promise<string> {
   return vegaLiteSvg(spec)
 }
 
-/**
- * Writes learning.md (with the legs' diagnostics from `<stem>-runs/`, where that folder exists) and learning.svg
- * beside the results file.
- */
-export async function writeLearningReport(resultsPath: string, results: LearningResults): Promise<void> {
-  const stem = resultsPath.replace(/\.json$/, '')
-  const legs = Object.entries(results).flatMap(([env, rows]) =>
+/** Every leg of a results file as [env, row, seed]. */
+const legsOf = (results: LearningResults) =>
+  Object.entries(results).flatMap(([env, rows]) =>
     Object.entries(rows).flatMap(([row, seeds]) =>
       Object.keys(seeds).map((seed): [string, string, string] => [env, row, seed]),
     ),
   )
-  const diagnostics = readLegDiagnostics(`${stem}-runs`, legs)
-  // the main results carry the premise check of the skill-reading designs (issue 46) beside them
-  const premise = stem.endsWith('/learning') ? premiseSection(join(dirname(stem), 'skill-reading.jsonl')) : ''
+
+/** The skill-reading start's results (issue 46), whose rows the main report sets beside its own. */
+export const SKILL_READING_RESULTS = 'learning-contrastive'
+
+/**
+ * The comparison again from the start that reads its skills (issue 46): the rows, their paired differences and
+ * which limit they point to, rebuilt from `<dir>/learning-contrastive.json` ('' where it does not exist).
+ */
+export function skillReadingSection(dir: string): string {
+  const stem = join(dir, SKILL_READING_RESULTS)
+  if (!existsSync(`${stem}.json`)) return ''
+  const results = JSON.parse(readFileSync(`${stem}.json`, 'utf8')) as LearningResults
+  const diagnostics = readLegDiagnostics(`${stem}-runs`, legsOf(results))
+  return [
+    '',
+    '## The comparison from the skill-reading start (issue 46)',
+    '',
+    `The same rows forked from the starts checked above (\`--prefix cs\`, Stage 1 at \`stage1.lr\` 1e-4), run with`,
+    "`--control-gap`; each leg's per-iteration diagnostics are in",
+    `${SKILL_READING_RESULTS}.md.`,
+    '',
+    learningTable(results) + limits(results, diagnostics, 'from the skill-reading start'),
+  ].join('\n')
+}
+
+/**
+ * Writes learning.md (with the legs' diagnostics from `<stem>-runs/`, where that folder exists) and learning.svg
+ * beside the results file, and returns the paths written. The skill-reading start's results rewrite the main
+ * report beside them too, which sets their rows beside its own.
+ */
+export async function writeLearningReport(resultsPath: string, results: LearningResults): Promise<string[]> {
+  const stem = resultsPath.replace(/\.json$/, '')
+  const diagnostics = readLegDiagnostics(`${stem}-runs`, legsOf(results))
+  // the main results carry the premise check of the skill-reading designs and the rows from that start (issue 46)
+  const dir = dirname(stem)
+  const premise =
+    basename(stem) === 'learning' ? premiseSection(join(dir, 'skill-reading.jsonl')) + skillReadingSection(dir) : ''
   writeFileSync(
     `${stem}.md`,
     learningTable(results) + diagnosticsSection(diagnostics) + limits(results, diagnostics) + premise,
   )
   writeFileSync(`${stem}.svg`, await learningPlot(results))
+  const main = join(dir, 'learning.json')
+  const alsoMain =
+    basename(stem) === SKILL_READING_RESULTS && existsSync(main)
+      ? await writeLearningReport(main, JSON.parse(readFileSync(main, 'utf8')) as LearningResults)
+      : []
+  return [`${stem}.md`, `${stem}.svg`, ...alsoMain]
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -205,10 +205,6 @@ function commitPaths(message: string, paths: readonly string[]): void {
  * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics), so a leg's figures
  * are kept whatever happens to the machine afterwards.
  */
-function commitLeg(message: string, files: readonly string[]): void {
-  const stem = args.out.replace(/\.json$/, '')
-  commitPaths(message, [...files, `${stem}.md`, `${stem}.svg`])
-}
 
 const started = performance.now()
 const log = (...parts: unknown[]) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)}s]`, ...parts)
@@ -675,9 +671,9 @@ async function runRows(): Promise<void> {
           diagnostics,
           `${JSON.stringify({ runId: id, config: c, orchestration: share, iterations }, null, 1)}\n`,
         )
-        await writeLearningReport(args.out, results)
+        const reports = await writeLearningReport(args.out, results)
         log(`${env} seed ${seed}: ${key} written to ${args.out}`)
-        if (args.commit) commitLeg(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics])
+        if (args.commit) commitPaths(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics, ...reports])
       }
     }
   }

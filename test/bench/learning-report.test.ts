@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { diagnosticsSection, legDiagnostics } from '../../bench/learning-diagnostics.ts'
 import {
@@ -8,6 +11,9 @@ import {
   type LearningResults,
   learningTable,
   limits,
+  SKILL_READING_RESULTS,
+  skillReadingSection,
+  writeLearningReport,
 } from '../../bench/learning-report.ts'
 import { seedInterval } from '../../bench/seed-interval.ts'
 
@@ -269,7 +275,10 @@ describe('which limit', () => {
     assert.match(md, /### Which limit: household \(test-unseen, macro\)/)
     assert.match(md, /`seed-oracle` − `seed\[stage2\.opdCoef=0\]` = 11\.0 ± 2\.5 points \(seeds 1, 2, 3\)/)
     assert.match(md, /in 3 of 6 iterations with oracle skills, 3 of 6 iterations with self-written ones/)
-    assert.match(md, /falls in 3 of 3 legs \(mean 0\.80 → 0\.40\) under `seed`, falls in 0 of 3 legs/)
+    assert.match(
+      md,
+      /under `seed`, the parse rate [^;]* falls in 3 of 3 legs \(mean 0\.80 → 0\.40\); under `seed\[stage2\.opdCoef=0\]`, the parse rate [^;]* falls in 0 of 3 legs/,
+    )
     assert.match(md, /λ·L_opd \/ \|L_pg\| per leg 2\.0e-3–2\.0e-3/)
     assert.match(md, /verdict: \*\*skill quality\*\*/)
   })
@@ -282,5 +291,62 @@ describe('which limit', () => {
     const one = rows([0.3, 0.32, 0.31])
     for (const row of Object.values(one.household ?? {})) for (const s of ['2', '3']) delete row[s]
     assert.match(limits(one, legs), /verdict: none yet: one paired seed gives no interval/)
+  })
+
+  it('says where no analyzer answer ever parsed, and names the start a second set of rows shares', () => {
+    const silent = ['1', '2', '3'].flatMap((s) => [
+      leg('seed', s, [0, 0]),
+      leg('seed[stage2.opdCoef=0]', s, [0, 0]),
+      leg('seed-oracle', s, [0, 0]),
+    ])
+    const md = limits(rows([0.21, 0.19, 0.2]), silent, 'from the skill-reading start')
+    assert.match(md, /### Which limit: household \(test-unseen, macro\), from the skill-reading start\n/)
+    assert.match(
+      md,
+      /under `seed`, no analyzer answer parses \(rate 0 in every iteration of 3 legs: no self-written skill\)/,
+    )
+    // a leg whose middle iteration parsed is not silent: it falls from its first third to its last
+    const once = silent.map((d) => (d.row === 'seed' ? { ...d, parseMax: 0.2 } : d))
+    assert.match(limits(rows([0.21, 0.19, 0.2]), once), /under `seed`, the parse rate [^;]* falls in 0 of 3 legs/)
+  })
+})
+
+describe('the comparison from the skill-reading start in learning.md', () => {
+  it('renders learning-contrastive.json beside the main results, and nothing where it is absent', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skill-reading-'))
+    assert.equal(skillReadingSection(dir), '')
+    const leg = (success: number) => [at('warm-start', 0, 'test-seen', 0.6), at('iteration', 12, 'test-seen', success)]
+    const results: LearningResults = {
+      sokoban: {
+        'seed-oracle': { '1': leg(0.66), '2': leg(0.7) },
+        'seed[stage2.opdCoef=0]': { '1': leg(0.65), '2': leg(0.7) },
+      },
+    }
+    writeFileSync(join(dir, `${SKILL_READING_RESULTS}.json`), JSON.stringify(results))
+    const md = skillReadingSection(dir)
+    assert.match(md, /## The comparison from the skill-reading start \(issue 46\)/)
+    assert.match(md, /\| sokoban \| seed-oracle \| 1, 2 \| test-seen \| micro \| 60\.0 ± 0\.0 \| – \| 68\.0 ± 25\.4 \|/)
+    assert.match(md, /seed-oracle − seed\[stage2\.opdCoef=0\] = 0\.5 ± 6\.4 points \(seeds 1, 2\)/)
+    assert.match(md, /### Which limit: sokoban \(test-seen, micro\), from the skill-reading start/)
+  })
+
+  it('rewrites learning.md whenever a leg from that start is written, and returns every file written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skill-reading-'))
+    const leg = (success: number) => [at('warm-start', 0, 'test-seen', 0.6), at('iteration', 12, 'test-seen', success)]
+    writeFileSync(join(dir, 'learning.json'), JSON.stringify({ sokoban: { grpo: { '1': leg(0.5) } } }))
+    const contrastive = join(dir, `${SKILL_READING_RESULTS}.json`)
+    const results: LearningResults = { sokoban: { grpo: { '1': leg(0.7) } } }
+    writeFileSync(contrastive, JSON.stringify(results))
+    const written = await writeLearningReport(contrastive, results)
+    assert.deepEqual(
+      written.map((p) => p.slice(dir.length + 1)),
+      [`${SKILL_READING_RESULTS}.md`, `${SKILL_READING_RESULTS}.svg`, 'learning.md', 'learning.svg'],
+    )
+    const main = readFileSync(join(dir, 'learning.md'), 'utf8')
+    assert.match(main, /\| sokoban \| grpo \| 1 \| test-seen \| micro \| 60\.0 \| – \| 50\.0 \|/)
+    assert.match(
+      main,
+      /## The comparison from the skill-reading start[\s\S]*\| sokoban \| grpo \| 1 \| test-seen \| micro \| 60\.0 \| – \| 70\.0 \|/,
+    )
   })
 })

@@ -97,23 +97,27 @@ export function parseRowKey(key: string): { row: string; overrides: string[] } {
   return { row: match?.[1] ?? key, overrides: overrides.sort() }
 }
 
+/** Settings that shape the distillation term alone: with λ_opd = 0 they change no update. */
+const OPD_ONLY = ['stage2.opdCoef', 'stage2.opdBeta', 'stage2.opdGate', 'stage2.opdGateBaseline']
+
 /**
  * The paired comparisons of the rows of one environment, as [row, against] keys:
  * - every row against plain GRPO;
- * - the distillation: a row with OPD (`seed`, `seed-oracle`) against `seed` with the same overrides and
- *   `stage2.opdCoef=0` (the rows differ in the OPD term alone, or in the skill the teacher reads too);
+ * - the distillation: a row with OPD (`seed`, `seed-oracle`) against `seed` with `stage2.opdCoef=0` and the same
+ *   overrides, less those that shape the term alone (the rows differ in the OPD term alone, or in the skill the
+ *   teacher reads too);
  * - any other ablation `row[overrides]` against its plain row.
  */
 export function comparisons(keys: readonly string[]): Array<[string, string]> {
   const pairs: Array<[string, string]> = []
   const parsed = new Map(keys.map((k) => [k, parseRowKey(k)]))
   const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i])
+  const setting = (override: string) => override.slice(0, override.indexOf('='))
   for (const [key, { row, overrides }] of parsed) {
     if (key !== 'grpo' && parsed.has('grpo')) pairs.push([key, 'grpo'])
-    if (!overrides.includes(OPD_OFF)) {
-      for (const [other, o] of parsed)
-        if (o.row === 'seed' && same(o.overrides, [...overrides, OPD_OFF].sort()) && row !== 'grpo')
-          pairs.push([key, other])
+    if (!overrides.includes(OPD_OFF) && row !== 'grpo') {
+      const without = [...overrides.filter((o) => !OPD_ONLY.includes(setting(o))), OPD_OFF].sort()
+      for (const [other, o] of parsed) if (o.row === 'seed' && same(o.overrides, without)) pairs.push([key, other])
     }
     if (overrides.length > 0 && parsed.has(row) && !(row === 'seed' && overrides.includes(OPD_OFF)))
       pairs.push([key, row])

@@ -38,6 +38,7 @@ describe('learning report', () => {
       `seed-oracle[${mix}]`,
       `seed[stage2.opdCoef=0,${mix}]`,
       'seed[stage2.opdBeta=1]',
+      'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control]',
     ]
     const pairs = comparisons(keys).map(([a, b]) => `${a} − ${b}`)
     for (const want of [
@@ -47,6 +48,10 @@ describe('learning report', () => {
       `seed[${mix}] − seed[stage2.opdCoef=0,${mix}]`,
       `seed-oracle[${mix}] − seed[stage2.opdCoef=0,${mix}]`,
       'seed[stage2.opdBeta=1] − seed',
+      // settings that shape the term alone do nothing without it: the pair is the row without the term
+      'seed[stage2.opdBeta=1] − seed[stage2.opdCoef=0]',
+      'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control] − seed[stage2.opdCoef=0]',
+      'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control] − seed-oracle',
     ])
       assert.ok(pairs.includes(want), `${want} in ${pairs.join('; ')}`)
     assert.ok(!pairs.includes('seed[stage2.opdCoef=0] − seed'), 'the distillation pair is listed once')

@@ -201,11 +201,6 @@ function commitPaths(message: string, paths: readonly string[]): void {
   }
 }
 
-/**
- * Commits a finished leg's results (the JSON with the report beside it, and its diagnostics), so a leg's figures
- * are kept whatever happens to the machine afterwards.
- */
-
 const started = performance.now()
 const log = (...parts: unknown[]) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)}s]`, ...parts)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
@@ -673,6 +668,7 @@ async function runRows(): Promise<void> {
         )
         const reports = await writeLearningReport(args.out, results)
         log(`${env} seed ${seed}: ${key} written to ${args.out}`)
+        // the leg's results, its diagnostics and every report they rewrote, kept whatever happens to the machine
         if (args.commit) commitPaths(`bench:learning: ${env} ${key} seed ${seed}`, [args.out, diagnostics, ...reports])
       }
     }

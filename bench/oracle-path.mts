@@ -38,10 +38,11 @@ function expertSteps(rollouts: string): Map<number, boolean[]> {
   return byId
 }
 
-type Cell = { n: number; ts: number; tc: number }
-const cell = (): Cell => ({ n: 0, ts: 0, tc: 0 })
+/** Responses, and how many of them had a control score, with the sums of t − s and t − c over them. */
+type Cell = { n: number; ts: number; nc: number; tc: number }
+const cell = (): Cell => ({ n: 0, ts: 0, nc: 0, tc: 0 })
 const show = (c: Cell) =>
-  c.n === 0 ? '–' : `${(c.ts / c.n).toFixed(3)} / ${c.tc ? (c.tc / c.n).toFixed(3) : '–'} (${c.n})`
+  c.n === 0 ? '–' : `${(c.ts / c.n).toFixed(3)} / ${c.nc ? (c.tc / c.nc).toFixed(3) : '–'} (${c.n})`
 
 const runs = process.argv.slice(2)
 if (runs.length === 0) {
@@ -73,7 +74,10 @@ for (const run of runs) {
       const t = sum(s.teacher)
       c.n++
       c.ts += t - sum(s.old)
-      if (s.control) c.tc += t - sum(s.control)
+      if (s.control) {
+        c.nc++
+        c.tc += t - sum(s.control)
+      }
     }
   }
   const name = run.split('/').filter(Boolean).at(-1)

@@ -97,8 +97,8 @@ export function parseRowKey(key: string): { row: string; overrides: string[] } {
   return { row: match?.[1] ?? key, overrides: overrides.sort() }
 }
 
-/** Settings that shape the distillation term alone: with λ_opd = 0 they change no update. */
-const OPD_ONLY = ['stage2.opdCoef', 'stage2.opdBeta', 'stage2.opdGate', 'stage2.opdGateBaseline']
+/** Settings that shape the distillation term (or its teacher) alone: with λ_opd = 0 they change no update. */
+const OPD_ONLY = ['stage2.opdCoef', 'stage2.opdBeta', 'stage2.opdGate', 'stage2.opdGateBaseline', 'stage2.oraclePlan']
 
 /**
  * The paired comparisons of the rows of one environment, as [row, against] keys:

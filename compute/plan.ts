@@ -70,13 +70,22 @@ function libraryPick(library: readonly string[], seed: number, stream: number, i
 }
 
 /**
- * The oracle skill of the expert's own solution of `task`: the expert plays it from the start without mistakes and
- * the environment's oracle analyzes that trajectory; null when the expert does not solve it.
+ * The oracle skill of the expert's solution of `task`: the episode takes the responses of `prefix` (none: the
+ * expert plays from the start), then the expert plays it to the end, and the environment's oracle analyzes that
+ * trajectory; null when the episode is not won.
  */
-export async function expertSkill(env: RunEnvSpec, task: TaskRef): Promise<string | null> {
+export async function expertSkill(
+  env: RunEnvSpec,
+  task: TaskRef,
+  prefix: readonly string[] = [],
+): Promise<string | null> {
   const e = environmentOf(env)
   const episode = await e.open(task)
   try {
+    for (const response of prefix) {
+      if (episode.done) throw new CorePhaseError(`${e.name}: the episode ended before its recorded response`)
+      await episode.step(response)
+    }
     while (!episode.done) {
       const move = await episode.expert()
       if (!move) throw new CorePhaseError(`${e.name} has no expert: the oracle teacher plays the expert's solution`)
@@ -88,6 +97,30 @@ export async function expertSkill(env: RunEnvSpec, task: TaskRef): Promise<strin
     await episode.close()
   }
 }
+
+/**
+ * The oracle skill at each step of a trajectory (`stage2.oraclePlan: step`): the student's responses before the
+ * step, then the expert's solution from the step's own state, analyzed as one episode. The plan holds where the
+ * student is, in the form the warm-start's detours teach (a won episode's moves from the first state). Null at
+ * a step from which the expert does not win.
+ */
+export async function stepSkills(
+  env: RunEnvSpec,
+  task: TaskRef,
+  responses: readonly string[],
+): Promise<(string | null)[]> {
+  const skills: (string | null)[] = []
+  for (let step = 0; step < responses.length; step++)
+    skills.push(await expertSkill(env, task, responses.slice(0, step)))
+  return skills
+}
+
+/** One trajectory's teacher block: one for all its steps, one per step (null: no teacher at that step), or none. */
+export type TeacherBlock = string | readonly (string | null)[] | null
+
+/** The block a trajectory's teacher reads at `step`. */
+export const blockAt = (block: TeacherBlock | undefined, step: number): string | null =>
+  typeof block === 'string' || block == null ? (block ?? null) : (block[step] ?? null)
 
 /** Where the OPD teacher's block comes from (null: the row has no teacher). */
 export type TeacherSource = 'analysis' | 'library' | 'raw-trajectory' | 'oracle' | null
@@ -129,17 +162,33 @@ export async function teacherBlocks(
   plan: IterationPlan,
   row: AlgorithmRow,
   trajectories: readonly RolloutTrajectory[],
-  context: { analysis?: ReadonlyMap<number, string>; library?: readonly string[] },
-): Promise<(string | null)[] | undefined> {
+  context: {
+    analysis?: ReadonlyMap<number, string>
+    library?: readonly string[]
+    /** Where the oracle plans from (`stage2.oraclePlan`; default `start`). */
+    oraclePlan?: 'start' | 'step'
+  },
+): Promise<TeacherBlock[] | undefined> {
   const source = teacherSource(row)
   if (source === null) return undefined
-  const blocks: (string | null)[] = []
+  const blocks: TeacherBlock[] = []
   if (source === 'raw-trajectory') {
     const byGroup = new Map<number, string>()
     for (const t of trajectories) {
       if (t.won && !byGroup.has(t.group)) byGroup.set(t.group, hindsightBlock(trajectoryText(t.trajectory)))
     }
     for (const t of trajectories) blocks[t.id] = byGroup.get(t.group) ?? null
+    return blocks
+  }
+  if (source === 'oracle' && context.oraclePlan === 'step') {
+    for (const t of trajectories) {
+      const skills = await stepSkills(
+        plan.env,
+        t.task,
+        t.steps.map((s) => s.responseText),
+      )
+      blocks[t.id] = skills.map((skill) => (skill === null ? null : episodeSkillBlock(skill)))
+    }
     return blocks
   }
   if (source === 'oracle') {
@@ -174,21 +223,22 @@ export const scoresControl = (s: { opdGate: RunConfig['stage2']['opdGate']; cont
 /**
  * The control block of every taught trajectory (indexed by trajectory id) for the `control` OPD gate: the taught
  * trajectories in id order, each takes the teacher block of the one half the list ahead (cyclically), stepping
- * on past trajectories of its own group, so a control skill is always another task's. Null where there is no
- * other group's block (and for trajectories without a teacher block).
+ * on past trajectories of its own group, so a control skill is always another task's. Of per-step blocks it
+ * takes the first step's (the other task's plan from its first state). Null where there is no other group's
+ * block (and for trajectories without a teacher block).
  */
 export function controlBlocks(
-  blocks: readonly (string | null)[],
+  blocks: readonly TeacherBlock[],
   trajectories: readonly RolloutTrajectory[],
 ): (string | null)[] {
-  const taught = trajectories.filter((t) => blocks[t.id]).sort((a, b) => a.id - b.id)
+  const taught = trajectories.filter((t) => blockAt(blocks[t.id], 0)).sort((a, b) => a.id - b.id)
   const out = new Array<string | null>(Math.max(0, ...trajectories.map((t) => t.id + 1))).fill(null)
   const half = Math.floor(taught.length / 2)
   taught.forEach((t, i) => {
     for (let k = 0; k < taught.length; k++) {
       const other = taught[(i + Math.max(half, 1) + k) % taught.length]!
       if (other.group !== t.group) {
-        out[t.id] = blocks[other.id] ?? null
+        out[t.id] = blockAt(blocks[other.id], 0)
         return
       }
     }

@@ -4,6 +4,7 @@
 // with the `control` OPD gate also log π_old on the prompt carrying another task's block (docs/algorithm.md §6.3).
 import type { PolicyModel, ScoreItem } from '../policy/policy-model.ts'
 import { type FitTally, tallyFits } from '../seed/index.ts'
+import { blockAt, type TeacherBlock } from './plan.ts'
 import type { Policy } from './policy.ts'
 import { type FittedPrompt, fitPrompt, type PromptBudgetSettings } from './prompts.ts'
 import type { RolloutTrajectory } from './rollout.ts'
@@ -35,9 +36,10 @@ export interface RescoreInput {
   trajectories: readonly RolloutTrajectory[]
   /**
    * The block to insert into each trajectory's step prompts for the teacher (an episode-skill block, or the raw
-   * hindsight block of `grpo-opsd`), indexed by trajectory id; null or absent: no teacher for it.
+   * hindsight block of `grpo-opsd`), one for all its steps or one per step (plan.ts `TeacherBlock`), indexed by
+   * trajectory id; null or absent: no teacher for it (or for that step).
    */
-  teacherBlocks?: readonly (string | null)[]
+  teacherBlocks?: readonly TeacherBlock[]
   /**
    * The control block of each trajectory (the `control` OPD gate, plan.ts `controlBlocks`), indexed like
    * `teacherBlocks`. When given, a sample gets a teacher signal only if its control prompt keeps its block too.
@@ -98,9 +100,9 @@ export async function rescore(policy: Policy, reference: Policy | null, input: R
   const controlled = input.controlBlocks !== undefined
   let uncontrolledSamples = 0
   for (const t of input.trajectories) {
-    const block = input.teacherBlocks?.[t.id] ?? null
     const controlBlock = input.controlBlocks?.[t.id] ?? null
     t.steps.forEach((s, step) => {
+      const block = blockAt(input.teacherBlocks?.[t.id], step)
       let teacherPromptIds: number[] | null = null
       if (block) {
         const fit = fitPrompt(policy.codec, s.promptText, input.budget, block)

@@ -260,6 +260,13 @@ export const Stage2Schema = z.strictObject({
    * (the `student` gate never reads it) and costs one more scoring pass of the teacher samples. Absent: off.
    */
   controlGap: z.boolean().optional(),
+  /**
+   * Where the oracle teacher (`skillSource: oracle`, the `seed-oracle` row) plans from: `start`, the expert's
+   * solution from the task's first state, one block for every step; `step`, at each step the moves the student
+   * made so far, then the expert's solution from the step's own state, so the plan holds where the student is
+   * (docs/benchmarks.md §3.8: off the expert's path the `start` plan is stale). Absent: `start`.
+   */
+  oraclePlan: z.enum(['start', 'step']).optional(),
   advantageMode: z.enum(['mean', 'meanStd']),
   /** `steps`: the code's pooled step statistics (unbiased std); `trajectories`: the paper's (population std). */
   advantageStatistics: z.enum(['steps', 'trajectories']),

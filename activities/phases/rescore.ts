@@ -24,6 +24,7 @@ const needs = (c: RunConfig) => ({
     temperature: c.stage2.temperature,
     opdGate: c.stage2.opdGate,
     controlGap: c.stage2.controlGap,
+    oraclePlan: c.stage2.oraclePlan,
   },
 })
 
@@ -109,6 +110,7 @@ export const rescorePhase: PhaseDef<RescoreInput, ReturnType<typeof needs>> = {
         const { trajectories, analysis } = mergeShards(shards)
         const blocks = await teacherBlocks(iterationPlan(c, iteration), row, trajectories, {
           analysis,
+          oraclePlan: c.stage2.oraclePlan ?? 'start',
           ...(library ? { library: library.skills } : {}),
         })
         const controls = blocks && scoresControl(c.stage2) ? controlBlocks(blocks, trajectories) : undefined

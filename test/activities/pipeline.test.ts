@@ -14,6 +14,7 @@ import { trainByteLevelBpe } from '../../policy/bpe-trainer.ts'
 import { loadCheckpoint } from '../../records/checkpoint-store.ts'
 import type { PipelineActivities, RunRef, StageSummary } from '../../records/contracts.ts'
 import type { IterationMetricsRecord } from '../../records/iteration-metrics.ts'
+import type { RunConfig } from '../../seed/config.ts'
 import { FsArtifactStore } from '../../store/fs-store.ts'
 import { getJson, putJson } from '../../store/json.ts'
 import { keys } from '../../store/keys.ts'
@@ -158,9 +159,9 @@ describe('pipeline activities on the filesystem store', () => {
   })
 
   it('rescore: the controlGap diagnostic scores the control prompt under the student gate and changes no update', async () => {
-    const iterate = async (runId: string, controlGap: boolean) => {
+    const iterate = async (runId: string, controlGap: boolean, stage2: Partial<RunConfig['stage2']> = {}) => {
       const c = microConfig('seed-oracle')
-      const config = { ...c, stage2: { ...c.stage2, ...(controlGap ? { controlGap } : {}) } }
+      const config = { ...c, stage2: { ...c.stage2, ...(controlGap ? { controlGap } : {}), ...stage2 } }
       const { run: r } = await acts.planRun({ runId, config })
       const sft = (await acts.stage1({ run: r, base: (await acts.prepare({ run: r })).checkpoint })).checkpoint
       const snapshot = await acts.snapshot({ run: r, iteration: 0, acting: sft, reference: sft, analyzer: null })
@@ -178,6 +179,12 @@ describe('pipeline activities on the filesystem store', () => {
     const { seconds: _a, ...plainUpdate } = plain.update
     const { seconds: _b, ...measuredUpdate } = measured.update
     assert.deepEqual(measuredUpdate, plainUpdate, 'the student gate never reads the control log-probs')
+    // the oracle planning from each step's state runs through the phase; the micro policy's responses give no
+    // move (no expert samples), and a response that moves nothing leaves the plan as it was: the same teacher
+    const stepped = await iterate('oracle-step-plan', false, { oraclePlan: 'step' })
+    assert.equal(plain.scored.teacherGapExpertSamples, 0)
+    assert.equal(stepped.scored.teacherSamples, plain.scored.teacherSamples)
+    assert.equal(stepped.scored.teacherGapOther, plain.scored.teacherGapOther)
   })
 
   it('prepare: a missing model folder fails for good, naming the path', async () => {

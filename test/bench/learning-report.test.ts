@@ -39,6 +39,7 @@ describe('learning report', () => {
       `seed[stage2.opdCoef=0,${mix}]`,
       'seed[stage2.opdBeta=1]',
       'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control]',
+      'seed-oracle[stage2.oraclePlan=step]',
     ]
     const pairs = comparisons(keys).map(([a, b]) => `${a} − ${b}`)
     for (const want of [
@@ -52,6 +53,9 @@ describe('learning report', () => {
       'seed[stage2.opdBeta=1] − seed[stage2.opdCoef=0]',
       'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control] − seed[stage2.opdCoef=0]',
       'seed-oracle[stage2.opdCoef=1,stage2.opdGate=control] − seed-oracle',
+      // the teacher's plan too
+      'seed-oracle[stage2.oraclePlan=step] − seed[stage2.opdCoef=0]',
+      'seed-oracle[stage2.oraclePlan=step] − seed-oracle',
     ])
       assert.ok(pairs.includes(want), `${want} in ${pairs.join('; ')}`)
     assert.ok(!pairs.includes('seed[stage2.opdCoef=0] − seed'), 'the distillation pair is listed once')

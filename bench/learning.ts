@@ -40,7 +40,7 @@ import type { Split } from '../envs/types.ts'
 import { localPaths } from '../infra/local-stack.ts'
 import type { PhaseManifest } from '../records/phase-manifest.ts'
 import { ALGORITHMS, type AlgorithmName, needsLibrary, needsStage1 } from '../seed/algorithms.ts'
-import { parseRunConfig, type RunConfig, type RunEnvName } from '../seed/config.ts'
+import { parseRunConfig, type RunConfig, type RunEnvName, Stage2Schema } from '../seed/config.ts'
 import { cpuPreset } from '../seed/presets/cpu.ts'
 import { type ArtifactStore, listAll } from '../store/artifact-store.ts'
 import { latestAttempt } from '../store/attempts.ts'
@@ -263,11 +263,12 @@ const rowKey = (row: string) => (args.set?.length ? `${row}[${[...args.set].sort
 
 /**
  * Sets `path` in `target` (a copy of Stage 2), making objects where a nested field's parent is null; the first
- * field must be a Stage 2 setting, the rest the schema checks.
+ * field must be a Stage 2 setting of the schema (optional ones too, absent from the preset), the rest the schema
+ * checks.
  */
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown, what: string, top = true) {
   const [head, ...rest] = path as [string, ...string[]]
-  if (top && !(head in target)) throw new Error(`--set ${what}: ${head} is not a Stage 2 setting`)
+  if (top && !(head in Stage2Schema.shape)) throw new Error(`--set ${what}: ${head} is not a Stage 2 setting`)
   if (rest.length === 0) {
     target[head] = value
     return

@@ -2,7 +2,8 @@
 // docs/benchmarks.md §3.8): per response, log π_teacher − log π_old (t − s) and log π_teacher − log π_control
 // (t − c), on the steps that took the expert's action and on the others, split by whether the episode was still on
 // the expert's path there (every earlier step took the expert's action). The oracle skill lists the expert's moves
-// from the first state: on the path it fits the room, off it the list is stale. Reads the stored rescore artifacts.
+// from the first state: on the path it fits the room, off it the list is stale (with `stage2.oraclePlan: step` it is
+// replanned at each step, and steps the expert cannot win from have no teacher). Reads the stored rescore artifacts.
 //
 //   node --import tsx bench/oracle-path.mts <artifacts>/runs/<run id> [...]
 import { readdirSync, readFileSync } from 'node:fs'

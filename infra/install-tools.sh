@@ -2,7 +2,10 @@
 # Builds the servers the project runs against into a git-ignored tools folder (.tools/bin by default):
 #   temporal   Temporal CLI with the dev server (SQLite state, Web UI)   github.com/temporalio/cli v1.5.1
 #   versitygw  S3-compatible gateway over a POSIX folder                 github.com/versity/versitygw v1.7.0
-# Idempotent: a binary whose recorded version matches is kept, so a warm run takes well under a second.
+# Idempotent: a binary whose recorded version matches is kept, so a warm run takes well under a second. A built
+# binary is also kept in the cache outside the clone ($SEEDFLOW_CACHE_DIR/tools/<name>-<version>), so a fresh clone
+# copies it instead of asking the proxy again (`go install pkg@version` queries the proxy for the package's module
+# even when the module cache holds it, and a proxy outage then fails a warm run).
 # Both come from the Go module proxy (no other download); Go >= 1.25 is needed.
 set -euo pipefail
 
@@ -10,6 +13,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="${SEEDFLOW_TOOLS_DIR:-$root/.tools}"
 bin="$tools/bin"
 mkdir -p "$bin"
+cache="${SEEDFLOW_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/seedflow}/tools"
 
 # name|go package|version
 TOOLS=(
@@ -42,10 +46,19 @@ for entry in "${TOOLS[@]}"; do
     echo "seedflow: $name $version present ($bin/$name)"
     continue
   fi
+  cached="$cache/$name-$version/$name"
+  if [ -x "$cached" ]; then
+    cp "$cached" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
+    echo "$pkg@$version" >"$stamp"
+    echo "seedflow: $name $version from the cache ($cached)"
+    continue
+  fi
   need_go
   echo "seedflow: building $name $version from the Go module proxy (a cold build takes minutes on 2 cores)..."
   start=$(date +%s)
   GOBIN="$bin" GOFLAGS="${GOFLAGS:-} -trimpath" go install "$pkg@$version"
   echo "$pkg@$version" >"$stamp"
-  echo "seedflow: built $name $version in $(($(date +%s) - start)) s -> $bin/$name"
+  mkdir -p "$cache/$name-$version"
+  cp "$bin/$name" "$cached.tmp" && mv "$cached.tmp" "$cached"
+  echo "seedflow: built $name $version in $(($(date +%s) - start)) s -> $bin/$name (kept in $cached)"
 done
